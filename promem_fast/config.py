@@ -99,6 +99,18 @@ class PipelineConfig(_Cfg):
     top_k: int = Field(default=20, description="QA: memory entries retrieved per question (§4.1).")
     resolve_dates: bool = Field(default=True, description="Resolve relative time expressions against turn timestamps.")
 
+    # defensive caps (token economy on small models; not in the paper)
+    max_details_per_turn: int = Field(default=5, ge=1, description="Most fine details kept per user turn (§3.2).")
+    max_events_per_topic: int = Field(default=6, ge=1, description="Most events abstracted per topic segment (§3.2).")
+    max_draft_facts: int = Field(default=30, ge=1, description="Most entries in the initial draft / one-off / v1 extraction.")
+    max_atomic_facts: int = Field(default=5, ge=1, description="Most atomic facts per decomposed entry (§3.4).")
+    max_relation_checks: int = Field(default=8, ge=0, description="Most candidate edges verified per session (§3.5).")
+    max_dialogue_chars: int = Field(
+        default=16000, ge=1000,
+        description="Above this many dialogue characters, per-topic prompts carry only the topic's turns "
+        "instead of the whole session (keeps prompts inside the context window).",
+    )
+
 
 class Config(_Cfg):
     """Everything an Extractor needs."""

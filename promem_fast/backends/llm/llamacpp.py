@@ -1,0 +1,441 @@
+"""In-process llama.cpp LLM backend with several sequences decoded at once.
+
+One llama.cpp context holds ``cfg.parallel`` sequences (slots), each with its own KV cache
+of ``cfg.n_ctx`` tokens. A worker thread runs continuous batching: every ``llama_decode``
+carries one new token for each generating slot plus prompt chunks of slots still reading
+their prompt, so requests from several ``generate`` calls share the batch. Decoding a
+1.5B Q4 model on CPU is bound by memory bandwidth, so one forward pass over k sequences
+costs little more than over one; that is the speed-up (README: numbers).
+
+Per slot:
+* prefix reuse: a new request goes to the free slot whose KV cache shares the longest
+  token prefix with its prompt (the pipeline puts a session's dialogue first), only the
+  rest is decoded; ``LLMResponse.cached_tokens`` reports the reused count.
+* sampling: its own llama.cpp sampler chain (grammar from the request's JSON Schema,
+  then greedy at temperature 0, else top-k/top-p/temperature/seeded draw).
+* stop on an end-of-generation token ("stop") or after ``max_tokens`` ("length").
+
+The model is ``cfg.model`` (a .gguf path) or the embedded Qwen2.5-Coder-1.5B-Instruct
+Q4_K_M (:func:`promem_fast.models.embedded_gguf_path`). The chat template comes from the
+GGUF metadata (``tokenizer.chat_template``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import itertools
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..base import LLMRequest, LLMResponse
+
+log = logging.getLogger(__name__)
+
+_STOP = object()  # sentinel that ends the worker thread
+
+
+def _import_llama_cpp():
+    try:
+        import llama_cpp  # noqa: F401
+        from llama_cpp import _internals, llama_chat_format, llama_grammar
+        from llama_cpp import _logger as llama_logger
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the llamacpp LLM backend needs llama-cpp-python; install it with "
+            "pip install 'promem-fast[embedded]'"
+        ) from e
+    return llama_cpp, _internals, llama_chat_format, llama_grammar, llama_logger
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass
+class _Job:
+    """One request inside the worker thread."""
+
+    index: int
+    request: LLMRequest
+    prompt: list[int]
+    grammar: Optional[str]
+    seed: int
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+    error: Optional[BaseException] = None
+
+
+@dataclass
+class _Slot:
+    """One sequence of the llama.cpp context (``seq_id``) and its KV cache contents."""
+
+    seq_id: int
+    kv_tokens: list[int] = field(default_factory=list)  # tokens whose K/V are cached, in order
+    job: Optional[_Job] = None
+    pending: list[int] = field(default_factory=list)  # prompt tokens not yet decoded
+    sampler: Any = None  # llama_sampler_p of the active job
+    out: list[int] = field(default_factory=list)
+    max_tokens: int = 0
+    cached_tokens: int = 0
+    last_token: Optional[int] = None  # sampled, not yet in KV
+    logits_idx: int = -1  # index of this slot's logits in the last batch, -1 = none
+    last_used: float = 0.0
+
+
+class LlamaCppLLM:
+    """LLM backend on llama-cpp-python, in process, with ``cfg.parallel`` sequences at once.
+
+    Args:
+        cfg: LLMConfig. Uses model (gguf path; None = embedded), n_ctx (tokens per
+            sequence), n_threads (None = all cores), parallel (sequences decoded at once,
+            >= 1), seed, max_tokens (default cap when a request leaves its own).
+        cache_dir: where the embedded GGUF is assembled (see promem_fast.models).
+        n_batch: most tokens per ``llama_decode`` (prompt chunks + one per generating slot).
+        verbose: let llama.cpp print its logs to stderr.
+
+    Raises:
+        ImportError: llama-cpp-python is missing (names the pip command).
+        ModelPackageMissing: the embedded model packages are missing and cfg.model is None.
+        ValueError: parallel < 1, or the model/context cannot be loaded.
+    """
+
+    name = "llamacpp"
+
+    def __init__(self, cfg, cache_dir=None, n_batch: int = 512, verbose: bool = False, **_: object):
+        llama_cpp, internals, chat_format, grammar_mod, llama_logger = _import_llama_cpp()
+        self._lc = llama_cpp
+        self._grammar_mod = grammar_mod
+        self.cfg = cfg
+        self.parallel = int(cfg.parallel)
+        if self.parallel < 1:
+            raise ValueError(f"LLMConfig.parallel must be >= 1, got {cfg.parallel}")
+        if cfg.model:
+            model_path = Path(cfg.model).expanduser()
+            if not model_path.is_file():
+                raise ValueError(f"LLMConfig.model: GGUF file not found: {model_path}")
+        else:
+            from ...models import embedded_gguf_path
+
+            model_path = embedded_gguf_path(cache_dir)
+        self.model_path = model_path
+        self.model_name = model_path.name
+        llama_logger.set_verbose(verbose)
+
+        mparams = internals.LlamaModel.default_params()
+        self._model = internals.LlamaModel(path_model=str(model_path), params=mparams, verbose=verbose)
+        self.n_ctx_seq = int(cfg.n_ctx)
+        n_threads = int(cfg.n_threads or os.cpu_count() or 1)
+        cparams = internals.LlamaContext.default_params()
+        cparams.n_ctx = self.n_ctx_seq * self.parallel  # split evenly: n_ctx per sequence
+        cparams.n_seq_max = self.parallel
+        cparams.kv_unified = False
+        cparams.n_batch = n_batch
+        cparams.n_ubatch = n_batch
+        cparams.n_threads = n_threads
+        cparams.n_threads_batch = n_threads
+        cparams.no_perf = True
+        self._ctx = internals.LlamaContext(model=self._model, params=cparams, verbose=verbose)
+        self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
+        self.n_batch = n_batch
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._vocab = self._model.vocab
+
+        meta = self._model.metadata()
+        template = meta.get("tokenizer.chat_template")
+        if not template:
+            raise ValueError(f"{model_path} has no tokenizer.chat_template in its GGUF metadata")
+        eos_id, bos_id = self._model.token_eos(), self._model.token_bos()
+        self._formatter = chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=self._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=self._model.token_get_text(bos_id) if bos_id != -1 else "",
+        )
+        self._add_bos = self._model.add_bos_token()
+
+        self._grammar_cache: dict[str, Optional[str]] = {}
+        self._grammar_lock = threading.Lock()
+        self._slots = [_Slot(seq_id=i) for i in range(self.parallel)]
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._seed_counter = itertools.count()
+        self._closed = False
+        self._worker = threading.Thread(target=self._run, name="llamacpp-decode", daemon=True)
+        self._worker.start()
+        log.info(
+            "llamacpp: %s, %d sequences x %d ctx, %d threads", self.model_name, self.parallel,
+            self.n_ctx_seq, n_threads,
+        )
+
+    # ------------------------------------------------------------------ public API
+    async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
+        """Complete every request (continuous batching across calls); results in input order.
+
+        Raises:
+            ValueError: a request's prompt does not fit ``cfg.n_ctx`` (names its index/stage).
+            RuntimeError: the backend is closed or llama_decode failed.
+        """
+        if self._closed:
+            raise RuntimeError("LlamaCppLLM is closed")
+        if not requests:
+            return []
+        loop = asyncio.get_running_loop()
+        # Templating, tokenising and schema->grammar conversion are CPU work: off the loop.
+        jobs = await asyncio.to_thread(self._prepare, list(requests), loop)
+        for job in jobs:
+            self._queue.put(job)
+        return list(await asyncio.gather(*(j.future for j in jobs)))
+
+    def close(self) -> None:
+        """Stop the worker thread and free the llama.cpp context and model. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._worker.join()
+        for s in self._slots:
+            self._free_sampler(s)
+        self._lc.llama_batch_free(self._batch)
+        self._ctx.close()
+        self._model.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # ------------------------------------------------------------------ preparation
+    def format_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        """Chat messages -> prompt token ids through the GGUF chat template (with the
+        assistant generation prompt)."""
+        res = self._formatter(messages=messages)
+        add_bos = self._add_bos and not res.added_special
+        return self._model.tokenize(res.prompt.encode("utf-8"), add_bos=add_bos, special=True)
+
+    def _grammar_for(self, schema: dict) -> Optional[str]:
+        """GBNF text for a JSON Schema (cached), or None when conversion fails."""
+        key = json.dumps(schema, sort_keys=True)
+        with self._grammar_lock:
+            if key in self._grammar_cache:
+                return self._grammar_cache[key]
+        try:
+            gbnf = self._grammar_mod.json_schema_to_gbnf(json.dumps(schema))
+        except Exception as e:  # the converter raises on unsupported schema features
+            log.warning("JSON Schema -> grammar failed (%s); decoding unconstrained", e)
+            gbnf = None
+        with self._grammar_lock:
+            self._grammar_cache[key] = gbnf
+        return gbnf
+
+    def _prepare(self, requests: list[LLMRequest], loop) -> list[_Job]:
+        jobs = []
+        for i, req in enumerate(requests):
+            if not req.messages:
+                raise ValueError(f"request {i} (stage {req.stage!r}): messages is empty")
+            prompt = self.format_prompt(req.messages)
+            if len(prompt) >= self.n_ctx_seq:
+                raise ValueError(
+                    f"request {i} (stage {req.stage!r}): prompt has {len(prompt)} tokens, "
+                    f"LLMConfig.n_ctx is {self.n_ctx_seq}"
+                )
+            grammar = self._grammar_for(req.json_schema) if req.json_schema else None
+            jobs.append(
+                _Job(
+                    index=i, request=req, prompt=prompt, grammar=grammar,
+                    seed=(int(self.cfg.seed) + next(self._seed_counter)) & 0xFFFFFFFF,
+                    future=loop.create_future(), loop=loop,
+                )
+            )
+        return jobs
+
+    # ------------------------------------------------------------------ worker thread
+    def _make_sampler(self, job: _Job):
+        lc = self._lc
+        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        if job.grammar is not None:
+            g = lc.llama_sampler_init_grammar(self._vocab, job.grammar.encode("utf-8"), b"root")
+            if g:
+                lc.llama_sampler_chain_add(chain, g)
+            else:
+                log.warning("llama.cpp rejected the grammar for stage %r; decoding unconstrained",
+                            job.request.stage)
+        temp = float(job.request.temperature)
+        if temp <= 0.0:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_greedy())
+        else:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(40))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_p(0.95, 1))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_temp(temp))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(job.seed))
+        return chain
+
+    def _free_sampler(self, slot: _Slot) -> None:
+        if slot.sampler is not None:
+            self._lc.llama_sampler_free(slot.sampler)
+            slot.sampler = None
+
+    def _assign(self, job: _Job, free: list[_Slot]) -> _Slot:
+        """Put ``job`` on the free slot with the longest cached prefix of its prompt."""
+        best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
+        reuse = _common_prefix(best.kv_tokens, job.prompt)
+        if reuse >= len(job.prompt):  # need logits of the last prompt token: decode it again
+            reuse = len(job.prompt) - 1
+        self._lc.llama_memory_seq_rm(self._mem, best.seq_id, reuse, -1)
+        best.kv_tokens = best.kv_tokens[:reuse]
+        best.job = job
+        best.pending = job.prompt[reuse:]
+        best.cached_tokens = reuse
+        best.out = []
+        best.last_token = None
+        best.max_tokens = max(1, min(int(job.request.max_tokens), self.n_ctx_seq - len(job.prompt)))
+        best.sampler = self._make_sampler(job)
+        return best
+
+    def _finish(self, slot: _Slot, finish_reason: str) -> None:
+        job = slot.job
+        text = self._model.detokenize(slot.out).decode("utf-8", errors="replace")
+        resp = LLMResponse(
+            text=text,
+            prompt_tokens=len(job.prompt),
+            completion_tokens=len(slot.out),
+            cached_tokens=slot.cached_tokens,
+            finish_reason=finish_reason,
+        )
+        self._resolve(job, resp)
+        self._release(slot)
+
+    def _release(self, slot: _Slot) -> None:
+        self._free_sampler(slot)
+        slot.job = None
+        slot.pending = []
+        slot.last_token = None
+        slot.logits_idx = -1
+        slot.last_used = time.monotonic()
+
+    @staticmethod
+    def _resolve(job: _Job, result: Any, error: Optional[BaseException] = None) -> None:
+        def setter():
+            if job.future.done():
+                return
+            if error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(result)
+
+        try:
+            job.loop.call_soon_threadsafe(setter)
+        except RuntimeError:  # event loop already closed: nobody is waiting
+            pass
+
+    def _fail_active(self, err: BaseException) -> None:
+        for s in self._slots:
+            if s.job is not None:
+                self._resolve(s.job, None, err)
+                self._lc.llama_memory_seq_rm(self._mem, s.seq_id, -1, -1)
+                s.kv_tokens = []
+                self._release(s)
+
+    def _run(self) -> None:
+        backlog: list[_Job] = []
+        stopping = False
+        while True:
+            active = [s for s in self._slots if s.job is not None]
+            # Block only when idle; otherwise take whatever has arrived.
+            try:
+                if not active and not backlog:
+                    item = self._queue.get()
+                    items = [item]
+                else:
+                    items = []
+                while True:
+                    items.append(self._queue.get_nowait())
+            except queue.Empty:
+                pass
+            for item in items:
+                if item is _STOP:
+                    stopping = True
+                else:
+                    backlog.append(item)
+            if stopping:
+                err = RuntimeError("LlamaCppLLM closed while the request was pending")
+                for job in backlog:
+                    self._resolve(job, None, err)
+                self._fail_active(err)
+                return
+            # Drop requests whose caller went away.
+            for s in active:
+                if s.job.future.cancelled():
+                    self._release(s)
+            backlog = [j for j in backlog if not j.future.cancelled()]
+            free = [s for s in self._slots if s.job is None]
+            while backlog and free:
+                slot = self._assign(backlog.pop(0), free)
+                free.remove(slot)
+            try:
+                self._step()
+            except Exception as e:  # a failed decode fails its requests, not the thread
+                log.exception("llama_decode failed")
+                self._fail_active(e)
+
+    def _step(self) -> None:
+        """One llama_decode: a token per generating slot, then prompt chunks; sample."""
+        lc = self._lc
+        b = self._batch
+        n = 0
+        budget = self.n_batch
+
+        def add(slot: _Slot, tok: int, logits: bool) -> None:
+            nonlocal n
+            b.token[n] = tok
+            b.pos[n] = len(slot.kv_tokens)
+            b.n_seq_id[n] = 1
+            b.seq_id[n][0] = slot.seq_id
+            b.logits[n] = logits
+            if logits:
+                slot.logits_idx = n
+            slot.kv_tokens.append(tok)
+            n += 1
+
+        for s in self._slots:
+            s.logits_idx = -1
+        for s in self._slots:  # generating slots first: one token each keeps latency low
+            if s.job is not None and s.last_token is not None and budget > 0:
+                add(s, s.last_token, True)
+                s.last_token = None
+                budget -= 1
+        for s in self._slots:
+            if s.job is not None and s.pending and budget > 0:
+                chunk, s.pending = s.pending[:budget], s.pending[budget:]
+                for k, tok in enumerate(chunk):
+                    add(s, tok, k == len(chunk) - 1 and not s.pending)
+                budget -= len(chunk)
+        if n == 0:
+            return
+        b.n_tokens = n
+        rc = lc.llama_decode(self._ctx.ctx, b)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+        for s in self._slots:
+            if s.job is None or s.logits_idx < 0:
+                continue
+            tok = lc.llama_sampler_sample(s.sampler, self._ctx.ctx, s.logits_idx)
+            if lc.llama_vocab_is_eog(self._vocab, tok):
+                self._finish(s, "stop")
+                continue
+            s.out.append(tok)
+            if len(s.out) >= s.max_tokens:
+                self._finish(s, "length")
+            else:
+                s.last_token = tok

@@ -1,0 +1,107 @@
+"""Stage-1 and draft prompts (ProMem §3.2-§3.3; Appendix Figures 9-12 intent).
+
+Each builder returns an :class:`LLMRequest` with a JSON Schema for constrained decoding.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..backends.base import LLMRequest
+from .common import id_list, session_messages
+
+# Completion caps (tokens) sized for short phrase lists on a 1.5B model.
+DETAILS_MAX_TOKENS = 320
+EVENTS_MAX_TOKENS = 360
+RELATIONS_MAX_TOKENS = 200
+DRAFT_MAX_TOKENS = 900
+
+
+def _facts_schema(max_items: int) -> dict:
+    return {
+        "type": "array",
+        "maxItems": max_items,
+        "items": {
+            "type": "object",
+            "properties": {
+                "fact": {"type": "string"},
+                "turns": {"type": "array", "items": {"type": "string"}, "maxItems": 4},
+            },
+            "required": ["fact", "turns"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int) -> LLMRequest:
+    """Fine-grained details of the user turns of one topic (Figure 9 intent, one call per topic).
+
+    Output JSON: ``{turn_id: ["short detail", ...]}`` restricted to ``user_turn_ids``.
+    """
+    schema = {
+        "type": "object",
+        "properties": {
+            tid: {"type": "array", "items": {"type": "string"}, "maxItems": max_per_turn}
+            for tid in user_turn_ids
+        },
+        "additionalProperties": False,
+    }
+    instr = (
+        f"For each turn {id_list(user_turn_ids)}, list the specific details the user states: "
+        "names, places, times, numbers, objects, preferences, as short phrases (2-6 words), "
+        f"at most {max_per_turn} per turn; [] if none. Do not summarise. "
+        'JSON: {"<turn id>": ["detail", ...]}'
+    )
+    return LLMRequest(session_messages(block, instr), schema, DETAILS_MAX_TOKENS, stage="details")
+
+
+def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], max_events: int) -> LLMRequest:
+    """Macro events of one topic segment (Figure 10 intent).
+
+    Output JSON: ``[{"fact": sentence, "turns": [turn ids]}]``.
+    """
+    ids = list(topic_turn_ids)
+    instr = (
+        f"Turns {ids[0]} to {ids[-1]} share one topic. Write the main events of {user_name} in "
+        "them: actions, states, plans, stories (big picture, not small details), each one "
+        f"standalone sentence about {user_name}, with the turn ids it comes from; at most "
+        f'{max_events}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
+    )
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_events), EVENTS_MAX_TOKENS, stage="events")
+
+
+# [source, type, target]; the type is checked in code (causal|temporal) so that tuple
+# schemas (prefixItems), which not every grammar converter supports, are not needed.
+RELATIONS_SCHEMA = {
+    "type": "array",
+    "maxItems": 12,
+    "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+}
+
+
+def relations_request(block: str, event_lines: Sequence[str]) -> LLMRequest:
+    """Causal / temporal edges between events (Figure 11 intent).
+
+    ``event_lines`` are ``"E1: text"`` lines. Output JSON: ``[["E1", "causal", "E2"], ...]``.
+    """
+    instr = (
+        "Events:\n" + "\n".join(event_lines) + "\n"
+        'List clear links between these events: "causal" (A leads to B) or "temporal" '
+        "(A happens before B). Only links the dialogue or common sense strongly supports; "
+        'none if unrelated. JSON: [["E1", "causal", "E2"]]'
+    )
+    return LLMRequest(session_messages(block, instr), RELATIONS_SCHEMA, RELATIONS_MAX_TOKENS, stage="relations")
+
+
+def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
+    """Initial memory draft over the whole session (Figure 12 intent).
+
+    Output JSON: ``[{"fact": sentence, "turns": [turn ids]}]``.
+    """
+    instr = (
+        f"List every fact about {user_name} in the dialogue: actions, states, plans, "
+        f"preferences, people, dates. One standalone sentence each with {user_name} as "
+        "subject, plus the turn ids it comes from. Skip greetings and filler. "
+        f'At most {max_facts}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
+    )
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), DRAFT_MAX_TOKENS, stage="draft")

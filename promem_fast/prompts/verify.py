@@ -1,0 +1,48 @@
+"""Hallucination-verification prompts (ProMem §3.4; Figures 13-14 intent).
+
+Both are short standalone prompts: decomposition needs only the entry, adjudication only the
+source turn (the premise) and the flagged atomic fact.
+"""
+
+from __future__ import annotations
+
+from ..backends.base import LLMRequest
+from .common import standalone_messages, str_list_schema
+
+DECOMPOSE_MAX_TOKENS = 200
+ADJUDICATE_MAX_TOKENS = 120
+
+ADJUDICATE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["REVISE", "DISCARD"]},
+        "revised_fact": {"type": ["string", "null"]},
+    },
+    "required": ["action", "revised_fact"],
+    "additionalProperties": False,
+}
+
+
+def decompose_request(entry: str, user_name: str, max_facts: int) -> LLMRequest:
+    """Split a memory entry into atomic facts. Output JSON: ``["fact", ...]``."""
+    instr = (
+        f"Entry: {entry}\n"
+        "Split the entry into atomic facts: one piece of information each (one action, time "
+        f"or place), each a full sentence with subject {user_name}. Only split, add nothing. "
+        f'At most {max_facts}. JSON: ["...", "..."]'
+    )
+    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), DECOMPOSE_MAX_TOKENS, stage="verify")
+
+
+def adjudicate_request(premise: str, fact: str) -> LLMRequest:
+    """Revise or discard an atomic fact the NLI check did not entail.
+
+    Output JSON: ``{"action": "REVISE"|"DISCARD", "revised_fact": str|null}``.
+    """
+    instr = (
+        f"Source turn: {premise}\nFact: {fact}\n"
+        "The fact was not confirmed by the source turn. If it has a small error (date, name, "
+        "detail) but its core is in the turn, REVISE it to match the turn exactly. If the turn "
+        'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}'
+    )
+    return LLMRequest(standalone_messages(instr), ADJUDICATE_SCHEMA, ADJUDICATE_MAX_TOKENS, stage="verify")
