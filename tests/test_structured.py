@@ -1,0 +1,55 @@
+import pytest
+
+from promem_fast.structured import StructuredOutputError, parse_json
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+    "required": ["facts"],
+}
+
+
+def test_plain_json():
+    assert parse_json('{"facts": ["a", "b"]}', SCHEMA) == {"facts": ["a", "b"]}
+
+
+def test_code_fence():
+    text = 'Here you go:\n```json\n{"facts": ["Caroline went to a support group."]}\n```\nDone.'
+    assert parse_json(text, SCHEMA) == {"facts": ["Caroline went to a support group."]}
+
+
+def test_leading_prose():
+    assert parse_json('Sure! The facts are: {"facts": ["x"]}', SCHEMA) == {"facts": ["x"]}
+
+
+def test_think_block_removed():
+    text = '<think>the user said {"facts": ["wrong"]} maybe</think>\n{"facts": ["right"]}'
+    assert parse_json(text, SCHEMA) == {"facts": ["right"]}
+
+
+def test_unclosed_think_block_is_empty_output():
+    with pytest.raises(StructuredOutputError, match="empty"):
+        parse_json("<think>still thinking about it", SCHEMA)
+
+
+def test_trailing_comma_repaired():
+    assert parse_json('{"facts": ["a", "b",]}', SCHEMA) == {"facts": ["a", "b"]}
+
+
+def test_truncated_flag_is_error_even_if_parseable():
+    with pytest.raises(StructuredOutputError, match="truncated"):
+        parse_json('{"facts": ["a"]}', SCHEMA, truncated=True)
+
+
+def test_cut_off_output_is_not_repaired_into_partial_value():
+    with pytest.raises(StructuredOutputError, match="cut off"):
+        parse_json('{"facts": ["Caroline likes hiking", "Caroline adopt', SCHEMA)
+
+
+def test_schema_violation():
+    with pytest.raises(StructuredOutputError, match="schema"):
+        parse_json('{"facts": [1, 2]}', SCHEMA)
+
+
+def test_apostrophes_inside_strings_are_fine():
+    assert parse_json('{"facts": ["Melanie\'s kids"]}', SCHEMA) == {"facts": ["Melanie's kids"]}
