@@ -9,7 +9,8 @@ Two jobs:
   - ISO 8601 with or without a zone (``2023-05-08T13:56:00``, ``...+02:00``, ``...Z``);
   - epoch seconds or epoch milliseconds (int, float or numeric string), told apart by
     magnitude: ``abs(v) >= 1e11`` is milliseconds (1e11 s would be the year 5138,
-    1e11 ms is March 1973). Epochs are UTC by definition, so they come back zoned (UTC);
+    1e11 ms is March 1973). Epochs are UTC by definition, so they come back zoned (UTC).
+    A 4-digit string ("2023") is taken as a bare year and rejected, not as an epoch;
   - LoCoMo ``session_N_date_time``: ``"1:56 pm on 8 May, 2023"``;
   - HaluMem ``timestamp`` / ``start_time``: ``"Sep 04, 2025, 09:05:32"``;
   - LongMemEval ``haystack_dates`` / ``question_date``: ``"2023/05/20 (Sat) 00:44"``.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timezone
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -46,6 +47,7 @@ class TimestampError(ValueError):
 
 
 _EPOCH_MS_THRESHOLD = 1e11
+_BARE_YEAR_RE = re.compile(r"^[12]\d{3}$")
 _NUMERIC_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 # LongMemEval writes "2023/05/20 (Sat) 00:44"; dateutil cannot skip the parenthesised weekday.
 _PAREN_WEEKDAY_RE = re.compile(r"\(\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?\s*\)", re.IGNORECASE)
@@ -96,6 +98,8 @@ def parse_timestamp(value: Any, *, where: str) -> datetime:
     text = value.strip()
     if not text:
         raise TimestampError(f"empty timestamp at {where}")
+    if _BARE_YEAR_RE.match(text):  # "2023" is a year, not 33 minutes after the epoch
+        raise TimestampError(f"incomplete timestamp {value!r} at {where}: a bare year has no month or day")
     if _NUMERIC_RE.match(text):
         return _from_epoch(float(text), value, where)
     try:

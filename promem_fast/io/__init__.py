@@ -5,7 +5,6 @@ Entry point :func:`load_sessions`; format details live in the submodules' docstr
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Optional, Union

@@ -95,8 +95,7 @@ def _user_sessions(rec: dict, *, path: Path, lineno: int, select: Optional[list[
                 require(rt, "timestamp", path=path, where=where),
                 where=f"file {str(path)!r} {where} field 'timestamp'",
             )
-            turns.append(Turn(turn_id=turn_id, role=role, content=content, timestamp=ts,
-                              speaker=user_name if role == "user" else None))
+            turns.append(Turn(turn_id=turn_id, role=role, content=content, timestamp=ts))
         start_raw = rs.get("start_time")
         start = (
             parse_timestamp(start_raw, where=f"file {str(path)!r} session {sid!r} field 'start_time'")
