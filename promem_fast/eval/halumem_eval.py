@@ -1,0 +1,225 @@
+"""HaluMem evaluation: extract, answer, write HaluMem's output file, and score.
+
+Protocol (HaluMem ``eval/eval_memos.py`` + ``eval/evaluation.py``, our implementation):
+
+1. every session of a user is extracted through the engine (``add_dialogue_duration_ms`` =
+   the session's extraction wall time);
+2. each question of session *n* is answered from the memory of sessions 1..n of that user
+   (top-k retrieval, ProMem §4.1; ``search_duration_ms`` = the retrieval step);
+3. ``DIR/promem_fast-{variant}/promem_fast_eval_results.jsonl`` is written in HaluMem's
+   contract (:mod:`.halumem_output`) so its official scorer can read it. Update points get
+   no ``memories_from_system``, so HaluMem, like this scorer, judges them for integrity;
+4. scores: memory integrity over the session's gold memory points against that session's
+   extracted entries (interference points excluded from recall, importance-weighted recall
+   alongside), memory accuracy of each extracted entry (HaluMem's "target precision" is
+   Mem. Acc.), F1 of the two, QA accuracy / hallucination / omission rates.
+
+Extracted entries are the retrieval units of :func:`promem_fast.qa.memory_units`: an event
+with its date, anchored details and relations, i.e. exactly what QA retrieves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..config import Config
+from ..context import Services
+from ..schema import Session
+from .ablation import VARIANT_LABELS, fmt_int, fmt_sec, format_table, pct
+from .halumem_output import (
+    HaluMemAnswer,
+    HaluMemSessionResult,
+    write_halumem_output,
+)
+from .harness import (
+    EvalOptions,
+    ExtractedSession,
+    answer_timed,
+    dialogue_text,
+    extract_sessions,
+    gather_limited,
+    graph_entries,
+    header_lines,
+    mean,
+    models_label,
+    qa_services,
+)
+from .judges import QAItem, make_judge
+from .metrics import extraction_f1, memory_accuracy, memory_integrity, qa_rates
+
+logger = logging.getLogger(__name__)
+
+FRAME = "promem_fast"
+
+TABLE_COLUMNS = [
+    ("Method", "label", str),
+    ("Mem. Int.", "integrity", pct),
+    ("Mem. Acc.", "accuracy", pct),
+    ("QA Acc.", "qa_accuracy", pct),
+    ("QA Halu.", "qa_hallucination", pct),
+    ("QA Om.", "qa_omission", pct),
+    ("Tokens / session", "tokens_per_session", fmt_int),
+    ("Seconds / session", "seconds_per_session", fmt_sec),
+]
+
+
+def _cap_questions(sessions: Sequence[Session], max_questions: Optional[int]) -> list[Session]:
+    if max_questions is None:
+        return list(sessions)
+    out = []
+    for s in sessions:
+        qs = s.metadata.get("questions") or []
+        if len(qs) > max_questions:
+            s = s.model_copy(update={"metadata": {**s.metadata, "questions": qs[:max_questions]}})
+        out.append(s)
+    return out
+
+
+def _importance(p: dict) -> float:
+    try:
+        return float(p.get("importance", 1.0))
+    except (TypeError, ValueError):
+        return 1.0
+
+
+async def _session_eval(ex: ExtractedSession, history: list, svc: Services, judge: Any,
+                        top_k: int, concurrency: int) -> dict:
+    """Answer and judge one session; returns its per-item record."""
+    s = ex.session
+    md = s.metadata
+    entries = graph_entries(ex.graph, s)
+    graphs = [g for g in history if g is not None]
+    questions = md.get("questions") or []
+    answers = await gather_limited([answer_timed(q["question"], graphs, svc, top_k) for q in questions], concurrency)
+    rec: dict[str, Any] = {
+        "session_id": s.session_id, "uuid": md.get("uuid"), "session_number": md.get("session_number"),
+        "error": ex.error, "seconds": ex.seconds, "tokens": ex.tokens,
+        "entries": [e.text for e in entries], "answers": answers,
+    }
+    if md.get("is_generated_qa_session"):
+        rec.update(points=[], entry_scores=[], questions=[])
+        return rec
+    points = md.get("memory_points") or []
+    texts = [str(p.get("memory_content", "")) for p in points]
+    integ = await judge.integrity(texts, [e.text for e in entries])
+    gold = [t for t, p in zip(texts, points) if p.get("memory_source") != "interference"]
+    acc = await judge.accuracy([e.text for e in entries], dialogue=dialogue_text(s), gold_points=gold,
+                               sources=[e.source for e in entries], hypotheses=[e.plain for e in entries])
+    items = [QAItem(q["question"], q.get("answer", ""),
+                    "\n".join(str(ev.get("memory_content", "")) for ev in q.get("evidence") or [] if isinstance(ev, dict)),
+                    a.result.answer) for q, a in zip(questions, answers)]
+    labels = await judge.qa(items)
+    rec["points"] = [
+        {"memory_content": t, "memory_type": p.get("memory_type"), "memory_source": p.get("memory_source"),
+         "importance": _importance(p), "interference": p.get("memory_source") == "interference", "score": sc}
+        for t, p, sc in zip(texts, points, integ)
+    ]
+    rec["entry_scores"] = [{"entry": e.text, "score": sc, "included_in_gold": inc} for e, (sc, inc) in zip(entries, acc)]
+    rec["questions"] = [
+        {"question": q["question"], "answer": q.get("answer"), "question_type": q.get("question_type"),
+         "system_response": a.result.answer, "label": lab, "search_duration_ms": a.search_duration_ms,
+         "response_duration_ms": a.response_duration_ms}
+        for q, a, lab in zip(questions, answers, labels)
+    ]
+    return rec
+
+
+def _aggregate(records: list[dict], extracted: list[ExtractedSession]) -> dict:
+    pts = [p for r in records for p in r["points"]]
+    integ = memory_integrity([p["score"] for p in pts], importance=[p["importance"] for p in pts],
+                             interference=[p["interference"] for p in pts])
+    ents = [e for r in records for e in r["entry_scores"]]
+    acc = memory_accuracy([e["score"] for e in ents], included_in_gold=[e["included_in_gold"] for e in ents])
+    qs = [q for r in records for q in r["questions"]]
+    qa = qa_rates([q["label"] for q in qs])
+    by_type: dict[str, list] = defaultdict(list)
+    for p in pts:
+        by_type[str(p["memory_type"])].append(p)
+    integ_by_type = {
+        t: memory_integrity([p["score"] for p in ps], importance=[p["importance"] for p in ps],
+                            interference=[p["interference"] for p in ps]).as_dict()
+        for t, ps in sorted(by_type.items())
+    }
+    qa_by_type: dict[str, list] = defaultdict(list)
+    for q in qs:
+        qa_by_type[str(q["question_type"])].append(q["label"])
+    ok = [e for e in extracted if e.graph is not None]
+    return {
+        "integrity": integ.recall, "accuracy": acc.target_accuracy,
+        "f1": extraction_f1(integ.recall, acc.target_accuracy),
+        "qa_accuracy": qa.accuracy, "qa_hallucination": qa.hallucination_rate, "qa_omission": qa.omission_rate,
+        "tokens_per_session": mean([e.tokens for e in ok]),
+        "seconds_per_session": mean([e.seconds for e in extracted]),
+        "memory_integrity": integ.as_dict(), "memory_accuracy": acc.as_dict(), "qa": qa.as_dict(),
+        "memory_integrity_by_type": integ_by_type,
+        "qa_by_question_type": {t: qa_rates(ls).as_dict() for t, ls in sorted(qa_by_type.items())},
+        "sessions": len(extracted), "sessions_failed": len(extracted) - len(ok),
+        "search_duration_ms_mean": mean([q["search_duration_ms"] for q in qs]),
+    }
+
+
+async def evaluate_halumem(sessions: Sequence[Session], config: Config, services: Services,
+                           opts: EvalOptions, out_dir: Path) -> tuple[dict, str]:
+    """Run the HaluMem protocol (module docstring) for every variant in ``opts.variants``.
+
+    Returns (results dict, markdown section). Writes one HaluMem output file per variant.
+    """
+    sessions = _cap_questions(sessions, opts.max_questions)
+    svc = qa_services(services)
+    judge_kw = {"top_k": opts.judge_top_k} if opts.judge == "llm" else {"lo": opts.nli_lo, "hi": opts.nli_hi}
+    judge = make_judge(opts.judge, svc, **judge_kw)
+    top_k = opts.top_k or config.pipeline.top_k
+    results: dict[str, Any] = {"benchmark": "halumem", "judge": opts.judge, "judge_is_proxy": judge.proxy,
+                               "top_k": top_k, "variants": {}}
+    rows = []
+    models: dict[str, str] = {}
+    for v in opts.variants:
+        failed_before = judge.stats.failed.copy()
+        extracted = await extract_sessions(sessions, config, services, v, opts.concurrency)
+        models = models or models_label(extracted, services, config, judge)
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for i, e in enumerate(extracted):
+            by_user[str(e.session.metadata.get("uuid"))].append(i)
+        history: dict[int, list] = {}
+        for idxs in by_user.values():
+            idxs.sort(key=lambda i: extracted[i].session.metadata.get("session_number", 0))
+            for k, i in enumerate(idxs):
+                history[i] = [extracted[j].graph for j in idxs[: k + 1]]
+        records = await gather_limited(
+            [_session_eval(e, history[i], svc, judge, top_k, opts.concurrency) for i, e in enumerate(extracted)],
+            opts.concurrency,
+        )
+        out_file = write_halumem_output(
+            [HaluMemSessionResult(
+                session=e.session, extracted_memories=r["entries"], add_dialogue_duration_ms=e.seconds * 1000.0,
+                answers=[HaluMemAnswer(a.result.answer, a.search_duration_ms, context=a.context,
+                                       response_duration_ms=a.response_duration_ms) for a in r["answers"]])
+             for e, r in zip(extracted, records)],
+            out_dir, frame=FRAME, version=v,
+        )
+        agg = _aggregate(records, extracted)
+        for r in records:
+            r.pop("answers")
+        agg["halumem_output"] = str(out_file)
+        agg["judge_failed"] = dict(judge.stats.failed - failed_before)
+        agg["per_session"] = records
+        results["variants"][v] = agg
+        rows.append({"label": f"{VARIANT_LABELS.get(v, v)} ({v})", **agg})
+    results["models"] = models
+    results["judge_stats"] = judge.stats.as_dict()
+    md = header_lines("HaluMem", models, judge.proxy)
+    md.append(format_table(rows, TABLE_COLUMNS))
+    md.append("")
+    md.append("Mem. Int. = recall of gold memory points scored 2 (interference points excluded); "
+              "Mem. Acc. = target precision of extracted entries; QA rates over all questions. "
+              "Every number, including weighted recall and the judge-failure counts, is in results.json.")
+    for v in opts.variants:
+        a = results["variants"][v]
+        md.append(f"- {v}: Mem. F1 {pct(a['f1'])}, weighted recall {pct(a['memory_integrity']['weighted_recall'])}, "
+                  f"{a['sessions']} sessions ({a['sessions_failed']} failed), "
+                  f"judge outputs unusable (recorded as None, excluded from *_valid): {a['judge_failed'] or 0}, "
+                  f"HaluMem output {a['halumem_output']}")
+    return results, "\n".join(md) + "\n"

@@ -1,0 +1,485 @@
+"""The evaluation harness end to end with scripted models: `promem-fast eval` on tiny hand-made
+HaluMem / LoCoMo / LongMemEval files, exact metric values for the scripted outcomes, the
+HaluMem output file validated against the documented schema, and the report table."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import (
+    NLI_VERDICTS,
+    FakeNLI,
+    KeywordEmbedder,
+    const,
+    make_config,
+    promem_rules,
+)
+
+from promem_fast import cli
+from promem_fast.backends.llm.scripted import ScriptedLLM
+from promem_fast.context import Services
+from promem_fast.eval import runner
+from promem_fast.eval.ablation import parse_variants, variant_config
+from promem_fast.eval.halumem_output import validate_halumem_output
+from promem_fast.eval.harness import EvalOptions
+from promem_fast.eval.judges import proxy_qa_label
+from promem_fast.extractor import Extractor
+from promem_fast.io import load_sessions
+
+# ------------------------------------------------------------------ scripted judge / QA rules
+
+_STOP = {"alice", "a", "an", "the", "at", "as", "in", "named", "to", "and", "of"}
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower())} - _STOP
+
+
+def integrity_rule(req) -> str:
+    text = req.messages[-1]["content"]
+    ref = _section(text, "REFERENCE MEMORY:\n", "\n\nReply")
+    if "Paris" in ref:
+        return "I cannot tell."  # unusable: recorded as None
+    want = _words(ref)
+    have = _words(_section(text, "SYSTEM MEMORIES:\n", "\n\nREFERENCE MEMORY"))
+    frac = len(want & have) / len(want)
+    return json.dumps({"score": 2 if frac == 1 else 1 if frac >= 0.5 else 0, "reason": "scripted"})
+
+
+def accuracy_rule(req) -> str:
+    cand = _section(req.messages[-1]["content"], "CANDIDATE MEMORY:\n", "\n\nReply")
+    score = 0 if "horse" in cand else 1 if "park" in cand else 2
+    return json.dumps({"accuracy_score": str(score), "is_included_in_golden_memories": "false" if "park" in cand else "true"})
+
+
+def qa_judge_rule(req) -> str:
+    text = req.messages[-1]["content"]
+    gold = _words(_section(text, "REFERENCE ANSWER: ", "\n"))
+    ans = _section(text, "SYSTEM ANSWER: ", "\n\nReply")
+    if "don't know" in ans:
+        label = "Omission"
+    else:
+        label = "Correct" if gold <= _words(ans) else "Hallucination"
+    return json.dumps({"evaluation_result": label})
+
+
+def qa_rule(answers: dict):
+    """Answer keyed by a question substring; the value is (needle, answer if needle in memories, else)."""
+
+    def rule(req) -> str:
+        text = req.messages[-1]["content"]
+        q = text.split("Question: ", 1)[1]
+        mems = _section(text, "Memories:\n", "\n\nQuestion:")
+        for key, (needle, yes, no) in answers.items():
+            if key in q:
+                return json.dumps({"answer": yes if needle in mems else no})
+        raise KeyError(f"no scripted answer for question {q!r}")
+
+    return rule
+
+
+# ------------------------------------------------------------------ HaluMem fixture
+
+TS = "May 08, 2023, 10:00:00"
+# The 8 turns of conftest.make_session(), numbered so the loader's turn ids are t1..t8 and the
+# conftest's promem rules (keyed on those ids) drive the full pipeline.
+DIALOGUE = [
+    ("user", "I adopted a puppy named Max yesterday."),
+    ("assistant", "Congrats! You should take Max to puppy training."),
+    ("user", "Max loves the park near my house."),
+    ("user", "🐶🎉"),
+    ("assistant", "Nice. How is the job?"),
+    ("user", "I started a new job at Acme as a data engineer."),
+    ("assistant", "How is the job going?"),
+    ("user", "The commute to my job at Acme is long, so I bought a bike."),
+]
+
+
+def _point(text, importance, source="secondary", mtype="Persona Memory"):
+    return {"memory_content": text, "memory_type": mtype, "memory_source": source, "is_update": "False",
+            "importance": importance, "original_memories": [], "timestamp": TS}
+
+
+def write_halumem(path: Path) -> Path:
+    dialogue = [{"role": r, "content": c, "timestamp": TS, "dialogue_turn": i} for i, (r, c) in enumerate(DIALOGUE, 1)]
+    s1 = {"start_time": TS, "end_time": TS, "dialogue": dialogue, "memory_points": [
+        _point("Alice adopted a puppy named Max", 1.0, "system", "Event Memory"),
+        _point("Alice works at Acme as a data engineer", 0.5),
+        _point("Alice lives in Paris", 1.0),
+        _point("Alice owns a horse", 0.5, "interference"),
+    ], "questions": [{"question": "What is the name of Alice's puppy?", "answer": "Max",
+                      "evidence": [{"memory_content": "Alice adopted a puppy named Max", "memory_type": "Event Memory"}],
+                      "difficulty": "easy", "question_type": "Basic Fact Recall"}]}
+    s2 = {"start_time": TS, "end_time": TS, "dialogue": dialogue, "memory_points": [
+        _point("Alice bought a bike", 1.0, "system", "Event Memory"),
+    ], "questions": [{"question": "What did Alice buy?", "answer": "A bike",
+                      "evidence": [{"memory_content": "Alice bought a bike", "memory_type": "Event Memory"}],
+                      "difficulty": "easy", "question_type": "Basic Fact Recall"}]}
+    rec = {"uuid": "u-1", "persona_info": "Name: Alice; Age: 30;", "sessions": [s1, s2]}
+    path.write_text(json.dumps(rec, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+ONEOFF_FACTS = [
+    {"fact": "Alice has a puppy named Max.", "turns": ["t1"]},
+    {"fact": "Alice works at Acme.", "turns": ["t6"]},
+    {"fact": "Alice owns a horse.", "turns": ["t3"]},
+]
+HALUMEM_QA = {"puppy": ("Max", "Max", "I don't know"), "buy": ("bike", "a bike", "a car")}
+
+
+def halumem_services(nli=None) -> Services:
+    rules = {**promem_rules(), "oneoff": const(ONEOFF_FACTS), "qa": qa_rule(HALUMEM_QA),
+             "judge_integrity": integrity_rule, "judge_accuracy": accuracy_rule, "judge_qa": qa_judge_rule}
+    return Services(llm=ScriptedLLM(rules=rules), nli=nli or FakeNLI(NLI_VERDICTS), embed=KeywordEmbedder())
+
+
+def independent_tokens(path: Path, variant: str) -> int:
+    """Tokens of one session extracted by a plain Extractor (not the harness)."""
+    s = load_sessions(path, "halumem", sessions="1")[0]
+    g = Extractor(make_config(variant=variant), halumem_services()).extract(s)
+    return g.stats.prompt_tokens + g.stats.completion_tokens
+
+
+def test_halumem_eval_through_cli_exact(tmp_path, monkeypatch, capsys):
+    data = write_halumem(tmp_path / "halumem_tiny.jsonl")
+    svc = halumem_services()
+    monkeypatch.setattr(runner, "build_services", lambda cfg: svc)
+    out = tmp_path / "out"
+    rc = cli.main(["eval", "halumem", str(data), "--out", str(out), "--llm", "scripted",
+                   "--variants", "promem,one-off", "--judge", "llm", "--sessions", "1-2"])
+    assert rc == 0
+    res = json.loads((out / "results.json").read_text())
+    pro, one = res["variants"]["promem"], res["variants"]["one-off"]
+
+    # promem: P1 2, P2 1 (no "works"), P3 judge unusable -> None, P4 2; interference stored? no (0)
+    mi = pro["memory_integrity"]
+    assert (mi["n"], mi["n_valid"], mi["n_interference"]) == (4, 3, 1)
+    assert pro["integrity"] == pytest.approx(0.5)
+    assert mi["recall_valid"] == pytest.approx(2 / 3)
+    assert mi["weighted_recall"] == pytest.approx(2.25 / 3.5)
+    assert mi["interference_accuracy"] == 1.0
+    assert pro["judge_failed"] == {"integrity": 1}
+    # 4 entries per session: e1 2, e2 (park) 1 and not in gold, e3 2, e4 2
+    ma = pro["memory_accuracy"]
+    assert (ma["n"], ma["n_target"]) == (8, 6)
+    assert ma["accuracy"] == pytest.approx(0.875)
+    assert pro["accuracy"] == pytest.approx(1.0)
+    assert pro["f1"] == pytest.approx(2 / 3)
+    assert (pro["qa_accuracy"], pro["qa_hallucination"], pro["qa_omission"]) == (1.0, 0.0, 0.0)
+
+    # one-off: P1 1, P2 1, P3 None, P4 0; the interference point was stored (2)
+    assert one["integrity"] == 0.0
+    assert one["memory_integrity"]["weighted_recall"] == pytest.approx(0.75 / 3.5)
+    assert one["memory_integrity"]["interference_accuracy"] == 0.0
+    assert one["accuracy"] == pytest.approx(2 / 3)
+    assert one["f1"] == 0.0
+    assert (one["qa_accuracy"], one["qa_hallucination"], one["qa_omission"]) == (0.5, 0.5, 0.0)
+    assert [q["system_response"] for r in one["per_session"] for q in r["questions"]] == ["Max", "a car"]
+
+    # tokens per session equal a plain Extractor's count on the same session
+    tok_pro, tok_one = independent_tokens(data, "promem"), independent_tokens(data, "one-off")
+    assert pro["tokens_per_session"] == tok_pro and one["tokens_per_session"] == tok_one
+    assert pro["seconds_per_session"] > 0
+
+    # HaluMem output file per variant, valid against the documented schema
+    f = out / "promem_fast-one-off" / "promem_fast_eval_results.jsonl"
+    assert one["halumem_output"] == str(f)
+    assert validate_halumem_output(f) == 1
+    assert validate_halumem_output(out / "promem_fast-promem" / "promem_fast_eval_results.jsonl") == 1
+    line = json.loads(f.read_text())
+    assert line["uuid"] == "u-1" and line["user_name"] == "Alice" and len(line["sessions"]) == 2
+    s1 = line["sessions"][0]
+    assert s1["extracted_memories"] == ["[2023-05-08] Alice has a puppy named Max.",
+                                        "[2023-05-08] Alice owns a horse.", "[2023-05-08] Alice works at Acme."]
+    assert s1["questions"][0]["system_response"] == "Max"
+    assert s1["questions"][0]["search_duration_ms"] >= 0 and s1["add_dialogue_duration_ms"] > 0
+    assert len(s1["memory_points"]) == 4 and s1["dialogue"][0]["timestamp"] == TS
+
+    # the markdown table: one row per variant with the exact numbers
+    md = (out / "report.md").read_text()
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| Method") and "---" not in ln]
+    assert len(rows) == 2
+    cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
+    assert cells[0][:7] == ["ProMem (Full) (promem)", "50.00", "100.00", "100.00", "0.00", "0.00", str(tok_pro)]
+    assert cells[1][:7] == ["One-off Extract (one-off)", "0.00", "66.67", "50.00", "50.00", "0.00", str(tok_one)]
+    assert re.fullmatch(r"\d+\.\d\d", cells[0][7])
+    assert "Mem. Int. | Mem. Acc. | QA Acc. | QA Halu. | QA Om." in md
+    assert "LLM: scripted | NLI: fake-nli | Embedding: keyword | Judge: llm (scripted)" in md
+
+
+def test_halumem_nli_proxy_judge_exact(tmp_path):
+    data = write_halumem(tmp_path / "h.jsonl")
+    nli = FakeNLI({"Alice works at Acme as a data engineer": "contradiction", "Alice owns a horse": "entailment",
+                   "Alice has a puppy named Max.": "entailment", "Alice owns a horse.": "contradiction"},
+                  default="neutral")
+    res = runner.run_eval("halumem", data, tmp_path / "o", make_config(), services=halumem_services(nli),
+                          options=EvalOptions(variants=["one-off"], judge="nli"))
+    one = res["variants"]["one-off"]
+    scores = [(p["memory_content"], p["score"]) for r in one["per_session"] for p in r["points"]]
+    # embeddings: P1 cos 1 -> 2 (NLI neutral keeps it); P2 cos .71 -> 1 but NLI contradiction -> 0;
+    # Paris / horse / bike share no keyword with any entry -> 0, the horse point entailed -> 2
+    assert scores == [("Alice adopted a puppy named Max", 2), ("Alice works at Acme as a data engineer", 0),
+                      ("Alice lives in Paris", 0), ("Alice owns a horse", 2), ("Alice bought a bike", 0)]
+    assert one["integrity"] == pytest.approx(0.25)
+    ents = [(e["score"], e["included_in_gold"]) for e in one["per_session"][0]["entry_scores"]]
+    assert ents == [(2, True), (0, False), (1, True)]  # puppy entailed, horse contradicted, Acme neutral
+    assert one["accuracy"] == pytest.approx(0.75)
+    assert (one["qa_accuracy"], one["qa_hallucination"]) == (0.5, 0.5)
+    # the NLI hypothesis is the entry without its date prefix; the premise its source turn
+    assert ("Max loves the park near my house.", "Alice owns a horse.") in nli.pairs
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "proxy" in md and res["judge_is_proxy"] is True
+    assert "Judge: nli (proxy" in md
+
+
+def test_cli_scripted_smoke_without_injection(tmp_path):
+    """`--llm scripted --embed hash` builds its own services (scripted QA and judge answers)."""
+    data = write_halumem(tmp_path / "h.jsonl")
+    out = tmp_path / "o"
+    rc = cli.main(["eval", "halumem", str(data), "--out", str(out), "--llm", "scripted", "--embed", "hash",
+                   "--variants", "one-off,no-rel", "--max-questions", "1"])
+    assert rc == 0
+    res = json.loads((out / "results.json").read_text())
+    assert list(res["variants"]) == ["one-off", "no-rel"]
+    assert res["config"]["llm"]["backend"] == "scripted"
+    for v in ("one-off", "no-rel"):
+        assert validate_halumem_output(out / f"promem_fast-{v}" / "promem_fast_eval_results.jsonl") == 1
+        a = res["variants"][v]
+        assert a["sessions"] == 2 and a["sessions_failed"] == 0 and a["qa"]["n"] == 2
+        assert 0.0 <= a["integrity"] <= 1.0 and a["judge_failed"] == {}
+
+
+def test_variants_and_bad_input(tmp_path):
+    assert parse_variants("promem,no-cc,promem") == ["promem", "no-cc"]
+    with pytest.raises(ValueError, match="unknown variant"):
+        parse_variants("promem,no-xx")
+    cfg = variant_config(make_config(), "no-hv")
+    assert cfg.pipeline.variant == "promem" and cfg.pipeline.hallucination_verification is False
+    assert variant_config(make_config(), "v1").pipeline.variant == "v1"
+    assert cli.main(["eval", "halumem", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
+    assert proxy_qa_label("I don't know.", "Max") == "Omission"
+    assert proxy_qa_label("His name is Max", "Max") == "Correct"
+    assert proxy_qa_label("Rex", "Max") == "Hallucination"
+
+
+# ------------------------------------------------------------------ LoCoMo
+
+
+def write_locomo(path: Path) -> Path:
+    conv = {
+        "speaker_a": "Alice", "speaker_b": "Bob",
+        "session_1_date_time": "10:00 am on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Alice", "dia_id": "D1:1", "text": "I adopted a puppy named Max yesterday."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "Cute! I love puppies."},
+            {"speaker": "Alice", "dia_id": "D1:3", "text": "I work at Acme as a data engineer."},
+        ],
+        "session_2_date_time": "10:00 am on 15 May, 2023",
+        "session_2": [
+            {"speaker": "Alice", "dia_id": "D2:1", "text": "I bought a bike last week."},
+            {"speaker": "Bob", "dia_id": "D2:2", "text": "Nice!"},
+        ],
+    }
+    qa = [
+        {"question": "What is the name of Alice's puppy?", "answer": "Max", "evidence": ["D1:1"], "category": 4},
+        {"question": "When did Alice adopt the puppy?", "answer": "7 May 2023", "evidence": ["D1:1"], "category": 2},
+        {"question": "Where does Alice work and what did she buy?", "answer": "Acme, bike",
+         "evidence": ["D1:3", "D2:1"], "category": 1},
+        {"question": "What is the name of Alice's cat?", "adversarial_answer": "Tom", "evidence": ["D1:1"],
+         "category": 5},
+        {"question": "Would Alice enjoy cycling?", "answer": "Likely yes; she bought a bike", "evidence": ["D2:1"],
+         "category": 3},
+    ]
+    obs = {
+        "session_1_observation": {"Alice": [["Alice adopted a puppy named Max.", "D1:1"],
+                                            ["Alice works at Acme as a data engineer.", "D1:3"]],
+                                  "Bob": [["Bob loves puppies.", "D1:2"]]},
+        "session_2_observation": {"Alice": [["Alice bought a bike.", "D2:1"]]},
+    }
+    sample = {"sample_id": "s-1", "conversation": conv, "qa": qa, "observation": obs,
+              "session_summary": {}, "event_summary": {}}
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+def oneoff_by_content(req) -> str:
+    text = req.messages[-1]["content"]
+    if "bike" in text:
+        return json.dumps([{"fact": "Alice bought a bike.", "turns": ["D2:1"]}])
+    return json.dumps([{"fact": "Alice adopted a puppy named Max on 7 May 2023.", "turns": ["D1:1"]},
+                       {"fact": "Alice works at Acme.", "turns": ["D1:2"]}])  # cites the wrong turn
+
+
+LOCOMO_QA = {
+    "name of Alice's puppy": ("Max", "Max", "I don't know"),
+    "When did Alice adopt": ("Max", "7 May 2023", "I don't know"),
+    "Where does Alice work": ("Acme", "Acme, a car", "I don't know"),
+    "name of Alice's cat": ("Max", "Not mentioned in the memories.", "I don't know"),
+    "enjoy cycling": ("bike", "likely yes", "I don't know"),
+}
+
+
+def test_locomo_eval_exact(tmp_path):
+    data = write_locomo(tmp_path / "locomo_tiny.json")
+    llm = ScriptedLLM(rules={"oneoff": oneoff_by_content, "qa": qa_rule(LOCOMO_QA),
+                             "judge_integrity": integrity_rule, "judge_qa": qa_judge_rule})
+    svc = Services(llm=llm, nli=FakeNLI(default="neutral"), embed=KeywordEmbedder())
+    res = runner.run_eval("locomo", data, tmp_path / "o", make_config(), services=svc,
+                          options=EvalOptions(variants=["one-off"], samples=["s-1"], sessions="1-2", adversarial=True))
+    a = res["variants"]["one-off"]
+    assert a["questions"] == 5
+    # F1: cat4 Max 1, cat2 date 1, cat1 (Acme 1 + bike 0)/2, cat3 "likely yes" vs "Likely yes" 1, cat5 rule 1
+    assert (a["f1_cat1"], a["f1_cat2"], a["f1_cat3"], a["f1_cat4"], a["f1_cat5"]) == (0.5, 1.0, 1.0, 1.0, 1.0)
+    assert a["f1"] == pytest.approx(0.875)
+    # judge: cat1 "Acme, a car" and cat3 "likely yes" (missing "she bought a bike") are not Correct
+    assert (a["judge_cat1"], a["judge_cat2"], a["judge_cat3"], a["judge_cat4"], a["judge_cat5"]) == (0.0, 1.0, 0.0, 1.0, 1.0)
+    assert a["judge_accuracy"] == 0.5
+    # integrity over Alice's observations: puppy 2, Acme 1 (no "data engineer"), bike 2; Bob's facts not used
+    assert [(p["fact"], p["score"], p["evidence_hit"]) for p in a["per_point"]] == [
+        ("Alice adopted a puppy named Max.", 2, True),
+        ("Alice works at Acme as a data engineer.", 1, False),  # best entry cites D1:2, not D1:3
+        ("Alice bought a bike.", 2, True),
+    ]
+    assert a["integrity"] == pytest.approx(2 / 3)
+    assert a["evidence_hit_rate"] == pytest.approx(2 / 3)
+    md = (tmp_path / "o" / "report.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| One-off") and "66.67" in ln)
+    assert [c.strip() for c in row.strip("|").split("|")][:8] == [
+        "One-off Extract (one-off)", "66.67", "50.00", "100.00", "100.00", "100.00", "100.00", "87.50"]
+
+    # without --adversarial category 5 is left out; a session selection drops cross-session questions
+    res2 = runner.run_eval("locomo", data, tmp_path / "o2", make_config(), services=svc,
+                           options=EvalOptions(variants=["one-off"], sessions="1"))
+    b = res2["variants"]["one-off"]
+    assert [q["category"] for q in b["per_question"]] == [4, 2]
+    assert "f1_cat5" not in b
+
+
+# ------------------------------------------------------------------ LongMemEval
+
+
+def write_longmemeval(path: Path) -> Path:
+    h1 = [{"role": "user", "content": "I adopted a puppy named Max.", "has_answer": True},
+          {"role": "assistant", "content": "Cute!"}]
+    h2 = [{"role": "user", "content": "I bought a bike today."}, {"role": "assistant", "content": "Nice."}]
+    recs = [
+        {"question_id": "q1", "question_type": "single-session-user", "question": "What is the name of my puppy?",
+         "answer": "Max", "question_date": "2023/05/20 (Sat) 10:00", "haystack_session_ids": ["h1", "h2"],
+         "haystack_dates": ["2023/05/08 (Mon) 10:00", "2023/05/15 (Mon) 10:00"], "haystack_sessions": [h1, h2],
+         "answer_session_ids": ["h1"]},
+        {"question_id": "q2_abs", "question_type": "single-session-user", "question": "What is the name of my cat?",
+         "answer": "You did not mention a cat.", "question_date": "2023/05/20 (Sat) 10:00",
+         "haystack_session_ids": ["h1"], "haystack_dates": ["2023/05/08 (Mon) 10:00"], "haystack_sessions": [h1],
+         "answer_session_ids": []},
+        {"question_id": "q3", "question_type": "temporal-reasoning", "question": "When did I buy a bike?",
+         "answer": "May 15, 2023", "question_date": "2023/05/20 (Sat) 10:00", "haystack_session_ids": ["h2"],
+         "haystack_dates": ["2023/05/15 (Mon) 10:00"], "haystack_sessions": [h2], "answer_session_ids": ["h2"]},
+    ]
+    path.write_text(json.dumps(recs), encoding="utf-8")
+    return path
+
+
+def test_longmemeval_eval_per_type(tmp_path):
+    data = write_longmemeval(tmp_path / "lme.json")
+
+    def oneoff(req):
+        text = req.messages[-1]["content"]
+        fact = "User bought a bike." if "bike" in text else "User adopted a puppy named Max."
+        return json.dumps([{"fact": fact, "turns": ["t0"]}])
+
+    llm = ScriptedLLM(rules={"oneoff": oneoff, "judge_qa": qa_judge_rule, "qa": qa_rule({
+        "puppy": ("Max", "Max", "I don't know"), "cat": ("cat", "Tom", "I don't know"),
+        "bike": ("bike", "last week", "I don't know")})})
+    svc = Services(llm=llm, nli=FakeNLI(default="neutral"), embed=KeywordEmbedder())
+    res = runner.run_eval("longmemeval", data, tmp_path / "o", make_config(), services=svc,
+                          options=EvalOptions(variants=["one-off"]))
+    a = res["variants"]["one-off"]
+    assert [(r["question_id"], r["label"], r["correct"]) for r in a["per_question"]] == [
+        ("q1", "Correct", True), ("q2_abs", "Omission", True), ("q3", "Hallucination", False)]
+    assert a["accuracy_by_type"] == {"abstention": 1.0, "single-session-user": 1.0, "temporal-reasoning": 0.0}
+    assert a["accuracy"] == pytest.approx(2 / 3)
+    assert a["sessions"] == 2  # h1 is shared by q1 and q2_abs and extracted once
+    assert sum(c.stage == "oneoff" for c in llm.calls) == 2
+    qa_prompts = [c.messages[-1]["content"] for c in llm.calls if c.stage == "qa"]
+    assert all("[Current date: 2023-05-20]" in p for p in qa_prompts)
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "| single-session-user | temporal-reasoning | abstention | Overall |" in md.replace("Method | ", "")
+    row = next(ln for ln in md.splitlines() if ln.startswith("| One-off"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:5] == ["100.00", "0.00", "100.00", "66.67"]
+    # --max-questions caps the records
+    res2 = runner.run_eval("longmemeval", data, tmp_path / "o2", make_config(), services=svc,
+                           options=EvalOptions(variants=["one-off"], max_questions=1))
+    assert [r["question_id"] for r in res2["variants"]["one-off"]["per_question"]] == ["q1"]
+    assert math.isclose(res2["variants"]["one-off"]["accuracy"], 1.0)
+
+
+# ------------------------------------------------------------------ real dev slices (skip without data)
+
+DATA = Path(os.environ.get("PROMEM_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+@pytest.mark.skipif(not (DATA / "halumem_dev_user3.jsonl").is_file(), reason=f"HaluMem dev data not found in {DATA}")
+def test_halumem_real_slice_scripted(tmp_path):
+    src = DATA / "halumem_dev_user3.jsonl"
+    out = tmp_path / "o"
+    assert cli.main(["eval", "halumem", str(src), "--out", str(out), "--sessions", "1", "--max-questions", "1",
+                     "--llm", "scripted", "--embed", "hash", "--variants", "one-off"]) == 0
+    f = out / "promem_fast-one-off" / "promem_fast_eval_results.jsonl"
+    assert validate_halumem_output(f) == 1
+    raw = json.loads(src.read_text(encoding="utf-8").splitlines()[0])["sessions"][0]
+    (s,) = json.loads(f.read_text())["sessions"]
+    assert len(s["dialogue"]) == len(raw["dialogue"]) and s["memory_points"] == raw["memory_points"]
+    assert len(s["questions"]) == 1 and s["questions"][0]["question"] == raw["questions"][0]["question"]
+    res = json.loads((out / "results.json").read_text())["variants"]["one-off"]
+    n_int = sum(p["memory_source"] == "interference" for p in raw["memory_points"])
+    assert res["memory_integrity"]["n_interference"] == n_int
+    assert res["memory_integrity"]["n"] == len(raw["memory_points"]) - n_int
+
+
+@pytest.mark.skipif(not (DATA / "locomo_dev.json").is_file(), reason=f"LoCoMo dev data not found in {DATA}")
+def test_locomo_real_slice_scripted(tmp_path):
+    src = DATA / "locomo_dev.json"
+    out = tmp_path / "o"
+    assert cli.main(["eval", "locomo", str(src), "--out", str(out), "--samples", "conv-26", "--sessions", "1",
+                     "--max-questions", "3", "--llm", "scripted", "--embed", "hash", "--variants", "one-off"]) == 0
+    res = json.loads((out / "results.json").read_text())["variants"]["one-off"]
+    raw = next(s for s in json.loads(src.read_text()) if s["sample_id"] == "conv-26")
+    user = raw["conversation"]["speaker_a"]
+    facts = raw["observation"]["session_1_observation"][user]
+    assert [p["fact"] for p in res["per_point"]] == [f[0] for f in facts]
+    assert len(res["per_question"]) == 3
+    assert all(q["category"] != 5 for q in res["per_question"])
+
+
+def test_failed_session_counts_as_empty_memory(tmp_path):
+    """A session whose extraction fails is recorded (error, no entries) and the run goes on."""
+    data = write_halumem(tmp_path / "h.jsonl")
+    calls = []
+
+    def oneoff(req):
+        calls.append(1)
+        return json.dumps(ONEOFF_FACTS) if len(calls) == 1 else "not json at all {"
+
+    svc = halumem_services()
+    svc.llm.rules["oneoff"] = oneoff
+    cfg = make_config()
+    cfg.llm.api_key = "sk-secret"
+    res = runner.run_eval("halumem", data, tmp_path / "o", cfg, services=svc,
+                          options=EvalOptions(variants=["one-off"]))
+    a = res["variants"]["one-off"]
+    assert (a["sessions"], a["sessions_failed"]) == (2, 1)
+    s2 = a["per_session"][1]
+    assert s2["error"].startswith("StructuredOutputError") and s2["entries"] == []
+    assert [p["score"] for p in s2["points"]] == [0]  # the bike point: nothing extracted
+    assert validate_halumem_output(tmp_path / "o" / "promem_fast-one-off" / "promem_fast_eval_results.jsonl") == 1
+    assert "sk-secret" not in (tmp_path / "o" / "results.json").read_text()
