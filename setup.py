@@ -24,6 +24,7 @@ if os.environ.get("PROMEM_NO_EXT") != "1":
             "promem_fast._C",
             sources=["csrc/xref.cpp", "csrc/bindings.cpp"],
             include_dirs=["csrc"],
+            depends=["csrc/xref.h"],  # rebuild on header change; ships the header in sdists
             cxx_std=17,
             extra_compile_args=extra,
             extra_link_args=["-pthread"] if sys.platform.startswith("linux") else [],

@@ -1,11 +1,35 @@
-"""Cross-reference kernels. ``cross_reference`` dispatches by device and size."""
+"""Cross-reference kernels. ``cross_reference`` dispatches by device and size.
 
-from .reference import XrefResult, cross_reference_numpy, normalize_rows
+Implementations: numpy reference (:mod:`.reference`), C++ via pybind11 (:mod:`.cpu`,
+``promem_fast._C``), Triton (:mod:`.xref_triton`), FAISS top-k (:mod:`.knn`); the
+dispatcher (:mod:`.dispatch`) picks one.
+"""
+
+from .dispatch import (
+    choose,
+    cross_reference,
+    cross_reference_batched,
+    cross_reference_many,
+)
+from .reference import (
+    XrefResult,
+    cross_reference_batched_numpy,
+    cross_reference_numpy,
+    knn_numpy,
+    normalize_rows,
+)
+
+# FAISS top-k lives in promem_fast.kernels.knn (imported on demand: faiss is heavy).
 
 
-def cross_reference(a, b, tau: float) -> XrefResult:
-    """Dispatching entry point; see :func:`cross_reference_numpy` for the contract."""
-    return cross_reference_numpy(a, b, tau)
-
-
-__all__ = ["XrefResult", "cross_reference", "cross_reference_numpy", "normalize_rows"]
+__all__ = [
+    "XrefResult",
+    "choose",
+    "cross_reference",
+    "cross_reference_batched",
+    "cross_reference_batched_numpy",
+    "cross_reference_many",
+    "cross_reference_numpy",
+    "knn_numpy",
+    "normalize_rows",
+]
