@@ -100,7 +100,8 @@ class LlamaCppLLM:
     Args:
         cfg: LLMConfig. Uses model (gguf path; None = embedded), n_ctx (tokens per
             sequence), n_threads (None = all cores), parallel (sequences decoded at once,
-            >= 1), seed, max_tokens (default cap when a request leaves its own).
+            >= 1; the KV cache holds parallel x n_ctx tokens, ~28 KiB each for this model),
+            seed (base of the per-request sampling seeds at temperature > 0).
         cache_dir: where the embedded GGUF is assembled (see promem_fast.models).
         n_batch: most tokens per ``llama_decode`` (prompt chunks + one per generating slot).
         verbose: let llama.cpp print its logs to stderr.
@@ -164,11 +165,13 @@ class LlamaCppLLM:
         )
         self._add_bos = self._model.add_bos_token()
 
+        self._pieces: dict[int, bytes] = {}
         self._grammar_cache: dict[str, Optional[str]] = {}
         self._grammar_lock = threading.Lock()
         self._slots = [_Slot(seq_id=i) for i in range(self.parallel)]
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._seed_counter = itertools.count()
+        self._backlog: list[_Job] = []  # accepted by the worker, waiting for a free slot
         self._closed = False
         self._worker = threading.Thread(target=self._run, name="llamacpp-decode", daemon=True)
         self._worker.start()
@@ -185,7 +188,7 @@ class LlamaCppLLM:
             ValueError: a request's prompt does not fit ``cfg.n_ctx`` (names its index/stage).
             RuntimeError: the backend is closed or llama_decode failed.
         """
-        if self._closed:
+        if self._closed or not self._worker.is_alive():
             raise RuntimeError("LlamaCppLLM is closed")
         if not requests:
             return []
@@ -281,6 +284,19 @@ class LlamaCppLLM:
             lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(job.seed))
         return chain
 
+    def _piece(self, tok: int) -> bytes:
+        """Bytes of one token (control tokens render empty), cached per token id."""
+        piece = self._pieces.get(tok)
+        if piece is None:
+            buf = ctypes.create_string_buffer(64)
+            n = self._lc.llama_token_to_piece(self._vocab, tok, buf, len(buf), 0, False)
+            if n < 0:  # buffer too small: -n is the size needed
+                buf = ctypes.create_string_buffer(-n)
+                n = self._lc.llama_token_to_piece(self._vocab, tok, buf, len(buf), 0, False)
+            piece = buf.raw[:n]
+            self._pieces[tok] = piece
+        return piece
+
     def _free_sampler(self, slot: _Slot) -> None:
         if slot.sampler is not None:
             self._lc.llama_sampler_free(slot.sampler)
@@ -288,11 +304,15 @@ class LlamaCppLLM:
 
     def _assign(self, job: _Job, free: list[_Slot]) -> _Slot:
         """Put ``job`` on the free slot with the longest cached prefix of its prompt."""
+        sampler = self._make_sampler(job)  # first: a failure here leaves the slot untouched
         best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
         reuse = _common_prefix(best.kv_tokens, job.prompt)
         if reuse >= len(job.prompt):  # need logits of the last prompt token: decode it again
             reuse = len(job.prompt) - 1
-        self._lc.llama_memory_seq_rm(self._mem, best.seq_id, reuse, -1)
+        if not self._lc.llama_memory_seq_rm(self._mem, best.seq_id, reuse, -1):
+            # partial removal unsupported by this memory type: start the sequence afresh
+            self._lc.llama_memory_seq_rm(self._mem, best.seq_id, -1, -1)
+            reuse = 0
         best.kv_tokens = best.kv_tokens[:reuse]
         best.job = job
         best.pending = job.prompt[reuse:]
@@ -300,12 +320,12 @@ class LlamaCppLLM:
         best.out = []
         best.last_token = None
         best.max_tokens = max(1, min(int(job.request.max_tokens), self.n_ctx_seq - len(job.prompt)))
-        best.sampler = self._make_sampler(job)
+        best.sampler = sampler
         return best
 
     def _finish(self, slot: _Slot, finish_reason: str) -> None:
         job = slot.job
-        text = self._model.detokenize(slot.out).decode("utf-8", errors="replace")
+        text = b"".join(self._piece(t) for t in slot.out).decode("utf-8", errors="replace")
         resp = LLMResponse(
             text=text,
             prompt_tokens=len(job.prompt),
@@ -348,7 +368,26 @@ class LlamaCppLLM:
                 self._release(s)
 
     def _run(self) -> None:
-        backlog: list[_Job] = []
+        try:
+            self._loop()
+        except BaseException as e:  # never leave callers waiting on a dead thread
+            log.exception("llamacpp worker thread died")
+            self._closed = True
+            err = RuntimeError(f"llamacpp worker thread died: {e!r}")
+            self._fail_active(err)
+            for job in self._backlog:
+                self._resolve(job, None, err)
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not _STOP:
+                    self._resolve(item, None, err)
+            raise
+
+    def _loop(self) -> None:
+        backlog = self._backlog
         stopping = False
         while True:
             active = [s for s in self._slots if s.job is not None]
@@ -378,10 +417,16 @@ class LlamaCppLLM:
             for s in active:
                 if s.job.future.cancelled():
                     self._release(s)
-            backlog = [j for j in backlog if not j.future.cancelled()]
+            backlog[:] = [j for j in backlog if not j.future.cancelled()]
             free = [s for s in self._slots if s.job is None]
             while backlog and free:
-                slot = self._assign(backlog.pop(0), free)
+                job = backlog.pop(0)
+                try:
+                    slot = self._assign(job, free)
+                except Exception as e:  # e.g. sampler creation failed: fail this request only
+                    log.exception("could not start request (stage %r)", job.request.stage)
+                    self._resolve(job, None, e)
+                    continue
                 free.remove(slot)
             try:
                 self._step()

