@@ -16,8 +16,10 @@ as the device likes:
 5. results are returned in input order.
 
 Device policy (measured, see benchmarks/bench_nli.py and benchmarks/results/nli_cpu.jsonl):
-on CPU padding costs more than batching gains, so batches are small and length-sorted;
-on CUDA large token-budget batches win.
+on CPU every padded token costs time, so rows are length-sorted, padded only to the
+longest row of the batch (no rounding), and a batch (<= 16 rows) takes only rows of similar
+length (<= 15% padding each); that beat both one pair per run and uncapped batches. On
+CUDA large token-budget batches padded to 8 win.
 
 :class:`OrtRunner` wraps an ONNX Runtime session (CPU, CUDA with IO binding, TensorRT);
 the engine only needs a *scorer* ``feed -> logits`` so tests can substitute one.
@@ -50,30 +52,40 @@ class BatchPolicy:
     batch_tokens: max rows x padded length of one batch (tokens).
     max_batch: max rows of one batch.
     pad_multiple: padded length is rounded up to a multiple of this.
+    max_pad_fraction: a row joins a batch only if at most this fraction of its padded row
+        would be padding (length bucketing); None = no limit.
     """
 
     batch_tokens: int = 8192
     max_batch: int = 64
     pad_multiple: int = 8
+    max_pad_fraction: Optional[float] = None
 
     def __post_init__(self) -> None:
         for name in ("batch_tokens", "max_batch", "pad_multiple"):
             if getattr(self, name) < 1:
                 raise ValueError(f"BatchPolicy.{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_pad_fraction is not None and not 0.0 <= self.max_pad_fraction < 1.0:
+            raise ValueError(f"BatchPolicy.max_pad_fraction must be in [0, 1), got {self.max_pad_fraction}")
 
 
-# Per-device defaults. CPU: the benchmark on 2 cores (roberta-base/large shaped) shows
-# small length-sorted batches slightly ahead of one pair per run and large padded batches
-# behind; int8 dynamic quantisation gives ~2x-3x (see nli_cpu.jsonl). CUDA: big batches,
-# padding to 8 for tensor cores, fp16.
-CPU_MAX_BATCH = 4
+# Per-device defaults. CPU (bench_nli.py, roberta-base shape, fused int8 ORT, 2 shared
+# cores; benchmarks/results/nli_cpu.jsonl run 6, policies interleaved): rows sorted by
+# length, no pad rounding, at most 16 rows, and a row joins a batch only if <= 15% of it is
+# padding: 1.34-1.57 pairs/s vs 1.13-1.31 for uncapped batches of 16 and 1.11-1.18 (one
+# outlier 1.64) one pair per run. The machine was heavily shared (load 8 on 2 cores), so
+# differences under ~15% are within noise. CUDA: big batches, padding to 8, fp16.
+CPU_MAX_BATCH = 16
+CPU_MAX_PAD_FRACTION = 0.15
 CUDA_MAX_BATCH = 256
 
 
 def device_policy(device: str, batch_tokens: int) -> BatchPolicy:
     """Default :class:`BatchPolicy` for ``device`` in {"cpu", "cuda"} (TensorRT counts as cuda)."""
     if device == "cpu":
-        return BatchPolicy(batch_tokens=batch_tokens, max_batch=CPU_MAX_BATCH, pad_multiple=1)
+        return BatchPolicy(
+            batch_tokens=batch_tokens, max_batch=CPU_MAX_BATCH, pad_multiple=1, max_pad_fraction=CPU_MAX_PAD_FRACTION
+        )
     return BatchPolicy(batch_tokens=batch_tokens, max_batch=CUDA_MAX_BATCH, pad_multiple=8)
 
 
@@ -90,7 +102,9 @@ def plan_batches(lengths: Sequence[int], policy: BatchPolicy, cap: Optional[int]
 
     Rows are sorted by length, longest first (so an out-of-memory shows on the first
     batch), and a batch grows while rows x padded length <= ``policy.batch_tokens`` and
-    rows <= ``policy.max_batch``. A single row longer than the budget gets its own batch.
+    rows <= ``policy.max_batch`` and (with ``policy.max_pad_fraction``) each row is long
+    enough that padding it stays within that fraction. A single row longer than the budget
+    gets its own batch.
 
     Returns:
         list of index lists; every index appears exactly once.
@@ -104,7 +118,8 @@ def plan_batches(lengths: Sequence[int], policy: BatchPolicy, cap: Optional[int]
             cur, cur_pad = [i], padded_length(lengths[i], policy.pad_multiple, cap)
             continue
         # sorted descending: the first row sets the padded length of the batch
-        if len(cur) < policy.max_batch and (len(cur) + 1) * cur_pad <= policy.batch_tokens:
+        fits_bucket = policy.max_pad_fraction is None or lengths[i] >= cur_pad * (1.0 - policy.max_pad_fraction)
+        if fits_bucket and len(cur) < policy.max_batch and (len(cur) + 1) * cur_pad <= policy.batch_tokens:
             cur.append(i)
         else:
             batches.append(cur)
@@ -280,7 +295,7 @@ class NLIBatchEngine:
         """Logits for ``rows``; on out-of-memory halve the batch, retry, and cap later batches."""
         try:
             out = np.asarray(self.scorer(self._feed(win, rows)), dtype=np.float32)
-        except Exception as e:  # noqa: BLE001 - only OOM is handled, everything else re-raised
+        except Exception as e:
             if not is_out_of_memory(e) or len(rows) == 1:
                 raise
             half = len(rows) // 2
@@ -293,6 +308,22 @@ class NLIBatchEngine:
             raise RuntimeError(f"NLI scorer returned {out.shape[0]} rows for a batch of {len(rows)}")
         self.stats["batches"] += 1
         return out
+
+    def score_windows(self, pairs: Sequence[tuple[str, str]]) -> tuple[Windows, np.ndarray]:
+        """Tokenise ``pairs`` into windows and score them in planned batches.
+
+        Returns:
+            (windows, logits float32 (n_windows, n_labels) in the model's label order,
+            rows in window order).
+        """
+        with self._lock:
+            win = self.encode(pairs)
+            lengths = [len(x) for x in win.input_ids]
+            logits = np.zeros((len(lengths), len(self.label_index)), dtype=np.float32)
+            for rows in plan_batches(lengths, self.policy, cap=self.max_length):
+                logits[rows] = self._score_rows(win, rows)
+            self.stats["windows"] += len(lengths)
+        return win, logits
 
     def run(self, pairs: Sequence[tuple[str, str]]) -> list[NLIResult]:
         """Classify (premise, hypothesis) pairs; blocking. Results in input order.
@@ -311,15 +342,9 @@ class NLIBatchEngine:
         index: dict[tuple[str, str], int] = {}
         slot = [index.setdefault((p, h), len(index)) for p, h in pairs]
         unique = list(index)
-        with self._lock:
-            win = self.encode(unique)
-            lengths = [len(x) for x in win.input_ids]
-            logits = np.zeros((len(lengths), len(self.label_index)), dtype=np.float32)
-            for rows in plan_batches(lengths, self.policy, cap=self.max_length):
-                logits[rows] = self._score_rows(win, rows)
-            self.stats["pairs"] += len(pairs)
-            self.stats["unique"] += len(unique)
-            self.stats["windows"] += len(lengths)
+        win, logits = self.score_windows(unique)
+        self.stats["pairs"] += len(pairs)
+        self.stats["unique"] += len(unique)
         probs = softmax(logits)
         ent = self.label_index["entailment"]
         best = np.full(len(unique), -1, dtype=np.int64)
