@@ -187,7 +187,8 @@ def cmd_bulk(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
-    serve(args.host, args.port, build_config(args), data_dir=args.data_dir)
+    serve(args.host, args.port, build_config(args), path=str(args.store),
+          jobs_root=str(args.jobs_root) if args.jobs_root else None)
     return 0
 
 
@@ -236,7 +237,8 @@ def make_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="HTTP memory service (FastAPI)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8420)
-    s.add_argument("--data-dir", type=Path, default=Path("promem_data"))
+    s.add_argument("--store", type=Path, default=Path("promem_data"), help="store directory (SQLite + FAISS)")
+    s.add_argument("--jobs-root", type=Path, help="directory that POST /jobs may read input files from")
     _add_model_args(s)
     s.set_defaults(func=cmd_serve)
 
