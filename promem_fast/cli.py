@@ -175,10 +175,10 @@ def cmd_qa(args: argparse.Namespace) -> int:
 
 
 def cmd_bulk(args: argparse.Namespace) -> int:
-    from .bulk import run_bulk
+    from .bulk import bulk_command
 
     cfg = build_config(args)
-    return run_bulk(
+    return bulk_command(
         args.inputs, args.out, fmt=args.format, concurrency=cfg.engine.concurrency, config=cfg,
         retry_failed=args.retry_failed, sample=args.sample, sessions=args.sessions, user_speaker=args.user_speaker,
     )

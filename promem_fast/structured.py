@@ -8,6 +8,7 @@ memory: the caller retries once and then raises :class:`StructuredOutputError`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional
@@ -66,10 +67,19 @@ def parse_json(text: str, schema: Optional[dict[str, Any]] = None, *, truncated:
             raise StructuredOutputError("output is not JSON", raw=text) from None
     if schema is not None:
         try:
-            jsonschema.validate(value, schema)
+            _validator(json.dumps(schema, sort_keys=True)).validate(value)
         except jsonschema.ValidationError as e:
             raise StructuredOutputError(f"output does not match schema: {e.message}", raw=text) from None
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str):
+    # Building a validator re-checks the schema itself; do it once per schema.
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 def _unbalanced(body: str) -> bool:

@@ -263,3 +263,16 @@ async def test_batched_xref_matches_reference():
     bad = asyncio.gather(svc.xref.cross_reference(np.zeros((2, 3)), np.zeros((2, 4)), 0.5), return_exceptions=True)
     (err,) = await bad
     assert isinstance(err, ValueError) and "dimension mismatch" in str(err)
+
+
+async def test_cancelled_caller_items_are_not_dispatched_and_others_proceed():
+    rec = Recorder()
+    b = MicroBatcher(rec, max_batch=100, max_wait_ms=30)
+    t1 = asyncio.ensure_future(b.submit([1, 2]))
+    t2 = asyncio.ensure_future(b.submit([3]))
+    await asyncio.sleep(0)  # both queued, the wait limit not reached
+    t1.cancel()
+    assert await t2 == [30]
+    with pytest.raises(asyncio.CancelledError):
+        await t1
+    assert rec.batches == [[3]]

@@ -142,7 +142,12 @@ class MicroBatcher(Generic[T, R]):
         self._cut_full_batches()
         self._arm_timer()
         futures = [s.future for s in slots]
-        await asyncio.wait(futures)
+        try:
+            await asyncio.wait(futures)
+        except asyncio.CancelledError:
+            for f in futures:  # not yet dispatched items are dropped, in-flight results ignored
+                f.cancel()
+            raise
         # Read every future (so none logs "exception never retrieved"), then raise the first.
         first: Optional[BaseException] = None
         out: list[R] = []
@@ -258,6 +263,11 @@ class MicroBatcher(Generic[T, R]):
             for s in batch:
                 if not s.future.done():
                     s.future.cancel()
+            raise
+        except (KeyboardInterrupt, SystemExit) as exc:
+            for s in batch:
+                if not s.future.done():
+                    s.future.set_exception(exc)
             raise
         except Exception as exc:  # noqa: BLE001 - delivered to the callers, not swallowed
             callers = sorted({s.caller for s in batch})
