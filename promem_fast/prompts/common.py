@@ -101,6 +101,18 @@ def id_list(ids: Sequence[str]) -> str:
     return ", ".join(ids)
 
 
-def str_list_schema(max_items: int) -> dict:
-    """JSON Schema: a list of at most ``max_items`` strings."""
-    return {"type": "array", "items": {"type": "string"}, "maxItems": max_items}
+# Longest free-text values (characters). Bounded strings keep a rambling small model from
+# running into max_tokens, which would fail the stage (StructuredOutputError).
+FACT_CHARS = 240
+PHRASE_CHARS = 60
+QUESTION_CHARS = 200
+
+
+def text_schema(max_chars: int = FACT_CHARS) -> dict:
+    """JSON Schema of one bounded string."""
+    return {"type": "string", "maxLength": max_chars}
+
+
+def str_list_schema(max_items: int, max_chars: int = FACT_CHARS) -> dict:
+    """JSON Schema: a list of at most ``max_items`` strings of at most ``max_chars`` each."""
+    return {"type": "array", "items": text_schema(max_chars), "maxItems": max_items}

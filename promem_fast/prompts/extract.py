@@ -8,13 +8,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backends.base import LLMRequest
-from .common import id_list, session_messages
+from .common import PHRASE_CHARS, id_list, session_messages, str_list_schema, text_schema
 
-# Completion caps (tokens) sized for short phrase lists on a 1.5B model.
-DETAILS_MAX_TOKENS = 320
-EVENTS_MAX_TOKENS = 360
-RELATIONS_MAX_TOKENS = 200
-DRAFT_MAX_TOKENS = 900
+# Completion caps (tokens): the most a full, schema-bounded answer can need (~80 tokens per
+# fact of <= 240 characters with its turn ids, ~18 per detail phrase), so a complete answer is never cut off.
+FACT_TOKENS = 80
+DETAIL_TOKENS = 18
+RELATIONS_MAX_TOKENS = 240
+
+
+def facts_max_tokens(max_items: int) -> int:
+    """Completion cap (tokens) of a ``[{"fact", "turns"}]`` answer with ``max_items`` items."""
+    return FACT_TOKENS * max_items + 40
 
 
 def _facts_schema(max_items: int) -> dict:
@@ -24,7 +29,7 @@ def _facts_schema(max_items: int) -> dict:
         "items": {
             "type": "object",
             "properties": {
-                "fact": {"type": "string"},
+                "fact": text_schema(),
                 "turns": {"type": "array", "items": {"type": "string"}, "maxItems": 4},
             },
             "required": ["fact", "turns"],
@@ -41,9 +46,10 @@ def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int)
     schema = {
         "type": "object",
         "properties": {
-            tid: {"type": "array", "items": {"type": "string"}, "maxItems": max_per_turn}
-            for tid in user_turn_ids
+            tid: str_list_schema(max_per_turn, PHRASE_CHARS) for tid in user_turn_ids
         },
+        # strict keys: under constrained decoding the 1.5B model otherwise writes "1" for
+        # "t1" (seen on the embedded model); code still drops unknown ids defensively
         "additionalProperties": False,
     }
     instr = (
@@ -52,7 +58,8 @@ def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int)
         f"at most {max_per_turn} per turn; [] if none. Do not summarise. "
         'JSON: {"<turn id>": ["detail", ...]}'
     )
-    return LLMRequest(session_messages(block, instr), schema, DETAILS_MAX_TOKENS, stage="details")
+    return LLMRequest(session_messages(block, instr), schema,
+                      (DETAIL_TOKENS * max_per_turn + 8) * len(user_turn_ids) + 20, stage="details")
 
 
 def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], max_events: int) -> LLMRequest:
@@ -67,7 +74,7 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
         f"standalone sentence about {user_name}, with the turn ids it comes from; at most "
         f'{max_events}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
-    return LLMRequest(session_messages(block, instr), _facts_schema(max_events), EVENTS_MAX_TOKENS, stage="events")
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_events), facts_max_tokens(max_events), stage="events")
 
 
 # [source, type, target]; the type is checked in code (causal|temporal) so that tuple
@@ -104,4 +111,4 @@ def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
         "subject, plus the turn ids it comes from. Skip greetings and filler. "
         f'At most {max_facts}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
-    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), DRAFT_MAX_TOKENS, stage="draft")
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), facts_max_tokens(max_facts), stage="draft")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from ..backends.base import LLMRequest
 from .common import session_messages
-from .extract import _facts_schema
-
-ONEOFF_MAX_TOKENS = 900
+from .extract import _facts_schema, facts_max_tokens
 
 
 def oneoff_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
@@ -16,4 +14,4 @@ def oneoff_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
         f"plan and preference, one standalone sentence each with {user_name} as subject, with "
         f'the turn ids it comes from. At most {max_facts}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
-    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), ONEOFF_MAX_TOKENS, stage="oneoff")
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), facts_max_tokens(max_facts), stage="oneoff")

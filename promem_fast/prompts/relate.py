@@ -9,21 +9,21 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backends.base import LLMRequest
-from .common import session_messages, standalone_messages
+from .common import QUESTION_CHARS, session_messages, standalone_messages, text_schema
 
-PROBE_MAX_TOKENS = 60
-ANSWERABLE_MAX_TOKENS = 80
+PROBE_MAX_TOKENS = 80
+ANSWERABLE_MAX_TOKENS = 90
 SUPPORTED_MAX_TOKENS = 16
 
 PROBE_SCHEMA = {
     "type": "object",
-    "properties": {"question": {"type": "string"}},
+    "properties": {"question": text_schema(QUESTION_CHARS)},
     "required": ["question"],
     "additionalProperties": False,
 }
 ANSWERABLE_SCHEMA = {
     "type": "object",
-    "properties": {"answerable": {"type": "boolean"}, "answer": {"type": "string"}},
+    "properties": {"answerable": {"type": "boolean"}, "answer": text_schema(QUESTION_CHARS)},
     "required": ["answerable", "answer"],
     "additionalProperties": False,
 }

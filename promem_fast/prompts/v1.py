@@ -7,18 +7,17 @@ from typing import Sequence
 
 from ..backends.base import LLMRequest
 from .common import id_list, session_messages
-from .extract import _facts_schema, draft_request
+from .extract import _facts_schema, draft_request, facts_max_tokens
 
-SUPPLEMENT_MAX_TOKENS = 500
-EVIDENCE_MAX_TOKENS = 160
+EVIDENCE_MAX_TOKENS = 200
 
 EVIDENCE_SCHEMA = {
     "type": "object",
     "properties": {
-        "question": {"type": "string"},
-        "evidence_turn": {"type": ["string", "null"]},
+        "question": {"type": "string", "maxLength": 200},
+        "evidence_turn": {"anyOf": [{"type": "string", "maxLength": 40}, {"type": "null"}]},
         "supported": {"type": "boolean"},
-        "fact": {"type": ["string", "null"]},
+        "fact": {"anyOf": [{"type": "string", "maxLength": 240}, {"type": "null"}]},
     },
     "required": ["question", "evidence_turn", "supported", "fact"],
     "additionalProperties": False,
@@ -37,7 +36,7 @@ def supplement_request(block: str, user_name: str, turn_ids: Sequence[str], max_
         f"those turns only, one standalone sentence each with {user_name} as subject, with "
         f'turn ids. At most {max_facts}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
-    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), SUPPLEMENT_MAX_TOKENS, stage="coverage")
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), facts_max_tokens(max_facts), stage="coverage")
 
 
 def evidence_request(block: str, entry: str) -> LLMRequest:

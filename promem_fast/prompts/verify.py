@@ -7,16 +7,17 @@ source turn (the premise) and the flagged atomic fact.
 from __future__ import annotations
 
 from ..backends.base import LLMRequest
-from .common import standalone_messages, str_list_schema
+from .common import standalone_messages, str_list_schema, text_schema
 
-DECOMPOSE_MAX_TOKENS = 200
+DECOMPOSE_MAX_TOKENS_PER_FACT = 70
 ADJUDICATE_MAX_TOKENS = 120
 
 ADJUDICATE_SCHEMA = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["REVISE", "DISCARD"]},
-        "revised_fact": {"type": ["string", "null"]},
+        # anyOf keeps the length bound in the grammar (a type list would drop it)
+        "revised_fact": {"anyOf": [text_schema(), {"type": "null"}]},
     },
     "required": ["action", "revised_fact"],
     "additionalProperties": False,
@@ -31,7 +32,8 @@ def decompose_request(entry: str, user_name: str, max_facts: int) -> LLMRequest:
         f"or place), each a full sentence with subject {user_name}. Only split, add nothing. "
         f'At most {max_facts}. JSON: ["...", "..."]'
     )
-    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), DECOMPOSE_MAX_TOKENS, stage="verify")
+    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts),
+                      DECOMPOSE_MAX_TOKENS_PER_FACT * max_facts + 10, stage="verify")
 
 
 def adjudicate_request(premise: str, fact: str) -> LLMRequest:

@@ -46,7 +46,7 @@ def cut_points(vecs: np.ndarray, start: float, step: float, max_threshold: float
         cuts = [i + 1 for i in np.flatnonzero(sims < th).tolist()]
         if cuts:
             return cuts
-        th += step
+        th = round(th + step, 9)  # no float drift: 0.2 + 2*0.05 must be 0.3
     return []
 
 

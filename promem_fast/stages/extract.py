@@ -1,0 +1,174 @@
+"""Stage 1, multi-grained disentanglement (ProMem §3.2), and the initial draft (§3.3).
+
+- :func:`extract_details`: fine details of user turns, one call per topic (stage "details").
+- :func:`abstract_events`: macro events per topic (stage "events").
+- :func:`infer_relations`: causal/temporal edges over all events (stage "relations").
+- :func:`extract_draft`: the initial memory draft over the whole session (stage "draft").
+
+Every prompt starts with the same system message and the session's dialogue block
+(prompts/common.py), so the backend reuses the prefix; details of each turn keep its turn id.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Optional, Sequence
+
+from ..context import SessionContext
+from ..prompts.common import dialogue_block
+from ..prompts.extract import details_request, draft_request, events_request, relations_request
+from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
+
+logger = logging.getLogger(__name__)
+
+_EVENT_ID = re.compile(r"^\s*e?\s*(\d+)\s*$", re.I)
+# An English fact opening in the first person is a copied dialogue line (seen with the
+# 1.5B model), not a third-person fact about the user.
+_FIRST_PERSON = re.compile(r"^(I|I'm|I’m|I'd|I've|I'll|My|We|We're|Our)\b")
+FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
+
+
+def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
+    """The session's dialogue block, or only ``turn_ids`` when the session is longer than
+    ``max_dialogue_chars`` (then the shared prefix is given up to fit the context window)."""
+    if turn_ids is None or len(state.block) <= ctx.config.pipeline.max_dialogue_chars:
+        return state.block
+    return dialogue_block(state.session, state.user_name, turn_ids)
+
+
+def parse_facts(
+    state: PipelineState, items: list[dict[str, Any]], allowed: Sequence[str], where: str
+) -> list[tuple[str, list[str]]]:
+    """``[{"fact", "turns"}]`` -> [(clean text, valid turn ids)]; empty texts are skipped and
+    first-person copies of dialogue lines discarded (both logged)."""
+    out = []
+    for it in items:
+        text = clean_text(it.get("fact", ""), state.user_name)
+        if not has_text(text):
+            logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
+            continue
+        if _FIRST_PERSON.match(text):
+            state.discard(text, where, FIRST_PERSON_REASON)
+            continue
+        out.append((text, state.valid_ids(it.get("turns", []), allowed, where)))
+    return out
+
+
+def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:
+    ids = set(topic)
+    return [t.turn_id for t in state.user_text_turns if t.turn_id in ids]
+
+
+async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tuple[str, str]]:
+    """Fine-grained details (§3.2, Figure 9 intent) of the user turns, one call per topic.
+
+    Turns without letters/digits yield none; assistant turns are context only.
+    Sets ``state.details`` = [(turn_id, detail text)] in dialogue order.
+    """
+    cap = ctx.config.pipeline.max_details_per_turn
+    topics = [(i, _topic_user_ids(state, t)) for i, t in enumerate(state.topics)]
+    topics = [(i, ids) for i, ids in topics if ids]
+    reqs = [details_request(topic_block(ctx, state, state.topics[i]), ids, cap) for i, ids in topics]
+    outs = await ctx.llm_json(reqs, "details")
+    got: dict[str, list[str]] = {}
+    for (_, ids), out in zip(topics, outs):
+        for tid, phrases in out.items():
+            if tid not in ids:
+                logger.warning("session %s: details: dropped turn id %r (not a user turn of the topic)",
+                               state.session.session_id, tid)
+                continue
+            seen: set[str] = set()
+            for ph in phrases:
+                text = clean_text(ph)
+                if has_text(text) and norm_key(text) not in seen and len(seen) < cap:
+                    seen.add(norm_key(text))
+                    got.setdefault(tid, []).append(text)
+    state.details = [(t.turn_id, d) for t in state.user_text_turns for d in got.get(t.turn_id, [])]
+    return state.details
+
+
+async def abstract_events(ctx: SessionContext, state: PipelineState) -> list[Candidate]:
+    """Macro events per topic (§3.2, Figure 10 intent); sets ``state.events``.
+
+    Turn ids are validated against the topic's turns (invalid ones dropped, logged); an event
+    left without ids gets the topic's user turn ids. Topics with no user text make no call.
+    """
+    cap = ctx.config.pipeline.max_events_per_topic
+    todo = [(i, t) for i, t in enumerate(state.topics) if _topic_user_ids(state, t)]
+    reqs = [events_request(topic_block(ctx, state, t), state.user_name, t, cap) for _, t in todo]
+    outs = await ctx.llm_json(reqs, "events")
+    events: list[Candidate] = []
+    seen: set[str] = set()  # across topics: the small model repeats events between topics
+    for (i, topic), out in zip(todo, outs):
+        for text, ids in parse_facts(state, out, topic, f"events of topic {i + 1}"):
+            if norm_key(text) in seen:
+                continue
+            seen.add(norm_key(text))
+            events.append(Candidate(text, ids or _topic_user_ids(state, topic), i))
+    state.events = events
+    return events
+
+
+def parse_edges(state: PipelineState, raw: list[list[str]], n_events: int) -> list[tuple[int, str, int]]:
+    """``[["E1", "causal", "E2"]]`` -> [(0, "causal", 1)]; unknown ids, bad types, self-loops and
+    repeats are dropped with a logged reason."""
+    edges: list[tuple[int, str, int]] = []
+    sid = state.session.session_id
+    for item in raw:
+        src, typ, dst = (str(x) for x in item)
+        ms, md = _EVENT_ID.match(src), _EVENT_ID.match(dst)
+        typ = typ.strip().lower()
+        if not ms or not md or not (1 <= int(ms.group(1)) <= n_events) or not (1 <= int(md.group(1)) <= n_events):
+            logger.warning("session %s: relations: dropped %r (unknown event id)", sid, item)
+            continue
+        if typ not in ("causal", "temporal"):
+            logger.warning("session %s: relations: dropped %r (type must be causal or temporal)", sid, item)
+            continue
+        a, b = int(ms.group(1)) - 1, int(md.group(1)) - 1
+        if a == b:
+            logger.warning("session %s: relations: dropped %r (self-loop)", sid, item)
+            continue
+        if (a, typ, b) not in edges:
+            edges.append((a, typ, b))
+    return edges
+
+
+async def infer_relations(ctx: SessionContext, state: PipelineState) -> list[tuple[int, str, int]]:
+    """Initial causal/temporal edges between events (§3.2, Figure 11 intent); sets
+    ``state.event_edges`` as (event index, type, event index). No call for < 2 events."""
+    if len(state.events) < 2:
+        state.event_edges = []
+        return []
+    lines = [f"E{i + 1}: {e.text}" for i, e in enumerate(state.events)]
+    (out,) = await ctx.llm_json([relations_request(state.block, lines)], "relations")
+    state.event_edges = parse_edges(state, out, len(state.events))
+    return state.event_edges
+
+
+async def extract_draft(ctx: SessionContext, state: PipelineState, stage: str = "draft") -> list[Entry]:
+    """Initial memory draft M_draft over the whole session (§3.3, Figure 12 intent).
+
+    Each fact becomes an Entry(origin "draft", status "kept") with its valid source turns;
+    exact repeats are dropped and recorded in ``state.discarded``. Appends to ``state.entries``.
+    """
+    all_ids = [t.turn_id for t in state.session.turns]
+    (out,) = await ctx.llm_json([draft_request(state.block, state.user_name, ctx.config.pipeline.max_draft_facts)], stage)
+    return add_entries(state, parse_facts(state, out, all_ids, stage), "draft", "kept", stage)
+
+
+def add_entries(
+    state: PipelineState, facts: list[tuple[str, list[str]]], origin: str, status: str, stage: str
+) -> list[Entry]:
+    """Append facts as entries, skipping exact repeats of existing live entries (recorded)."""
+    seen = {norm_key(state.entries[i].text) for i in state.live_entries()}
+    added = []
+    for text, ids in facts:
+        if norm_key(text) in seen:
+            state.discard(text, stage, "exact duplicate of another entry")
+            continue
+        seen.add(norm_key(text))
+        e = Entry(text=text, origin=origin, status=status, source_turn_ids=ids)
+        state.entries.append(e)
+        added.append(e)
+    return added

@@ -1,0 +1,88 @@
+"""Necessity-driven relation verification (ProMem §3.5).
+
+Candidate edges between events (§3.2) are remapped onto memory entries through the
+completeness check's event -> entry map; edges whose ends were discarded, are unmapped, or
+collapse onto one entry are dropped. For each remaining edge (at most
+``max_relation_checks``):
+
+1. probe: the LLM writes a question about the link (Figure 15 intent);
+2. answerability over the flat purified memory only -> answerable means the relation is
+   implicit: the edge is dropped (recorded with reason "implicit");
+3. otherwise the dialogue is asked whether it supports the link -> kept if supported.
+
+Each step is one ``ctx.llm_json`` call carrying every edge's request (the engine batches
+them), charged to stage "relation_verify".
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..context import SessionContext
+from ..prompts.relate import answerable_request, memory_block, probe_request, relation_phrase, supported_request
+from .state import EdgeOut, PipelineState, clean_text
+
+logger = logging.getLogger(__name__)
+
+
+def remap_edges(state: PipelineState) -> list[tuple[int, str, int]]:
+    """Event edges -> unique entry edges (entry indices), dropping unmapped/discarded/merged ends."""
+    out: list[tuple[int, str, int]] = []
+    for a, typ, b in state.event_edges:
+        ea, eb = state.event_to_entry.get(a), state.event_to_entry.get(b)
+        if ea is None or eb is None:
+            logger.info("session %s: edge E%d-%s-E%d dropped: an end is not in memory",
+                        state.session.session_id, a + 1, typ, b + 1)
+            continue
+        if state.entries[ea].discarded or state.entries[eb].discarded:
+            logger.info("session %s: edge E%d-%s-E%d dropped: an end was discarded",
+                        state.session.session_id, a + 1, typ, b + 1)
+            continue
+        if ea == eb:
+            logger.info("session %s: edge E%d-%s-E%d dropped: both ends are one entry",
+                        state.session.session_id, a + 1, typ, b + 1)
+            continue
+        if (ea, typ, eb) not in out:
+            out.append((ea, typ, eb))
+    return out
+
+
+def edge_text(state: PipelineState, a: int, typ: str, b: int) -> str:
+    return f"{state.entries[a].text} -[{typ}: {relation_phrase(typ)}]-> {state.entries[b].text}"
+
+
+async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[EdgeOut]:
+    """Verify candidate edges; sets and returns ``state.edges`` (the valid, explicit edges)."""
+    cand = remap_edges(state)
+    cap = ctx.config.pipeline.max_relation_checks
+    if len(cand) > cap:
+        logger.info("session %s: verifying %d of %d candidate edges (max_relation_checks)",
+                    state.session.session_id, cap, len(cand))
+        cand = cand[:cap]
+    state.edges = []
+    if not cand:
+        return state.edges
+    E = state.entries
+    probes = await ctx.llm_json(
+        [probe_request(E[a].text, t, E[b].text) for a, t, b in cand], "relation_verify"
+    )
+    questions = [clean_text(p["question"]) for p in probes]
+    memory = memory_block([E[i].text for i in state.live_entries()])
+    answers = await ctx.llm_json([answerable_request(memory, q) for q in questions], "relation_verify")
+    open_edges = []
+    for (a, t, b), q, ans in zip(cand, questions, answers):
+        if ans["answerable"]:
+            state.discard(edge_text(state, a, t, b), "relation_verify",
+                          f"implicit: answerable from memory ({clean_text(ans.get('answer', ''))[:200]})")
+        else:
+            open_edges.append((a, t, b, q))
+    checks = await ctx.llm_json(
+        [supported_request(state.block, E[a].text, t, E[b].text, q) for a, t, b, q in open_edges],
+        "relation_verify",
+    )
+    for (a, t, b, q), chk in zip(open_edges, checks):
+        if chk["supported"]:
+            state.edges.append(EdgeOut(a, t, b, q))
+        else:
+            state.discard(edge_text(state, a, t, b), "relation_verify", "not supported by the dialogue")
+    return state.edges

@@ -1,0 +1,177 @@
+"""Hallucination verification via NLI (ProMem §3.4).
+
+1. Turn-level grounding: each entry goes to its most similar turn by embedding cosine
+   (``cross_reference`` entries x turns); the entry's own source turn is preferred when
+   its cosine is within ``SOURCE_PREFERENCE`` (90%) of the best turn's.
+2. NLI (premise = ``[date] Speaker (role): turn text``, hypothesis = entry). Entailment ->
+   kept. An entry grounded to a non-user turn is checked against its most similar *user*
+   turn instead: entailed -> kept and re-grounded there; otherwise discarded as
+   "assistant statement, not a user fact" (an assistant's words are not the user's facts).
+3. Otherwise atomic decomposition (LLM), NLI of each atomic fact against the same premise;
+   non-entailed facts go to the LLM adjudicator (REVISE with a corrected fact, or DISCARD).
+4. The entry's text becomes the kept + revised atomic facts (status "revised",
+   ``original_text`` kept); if every atomic fact was entailed the original text stays; if
+   none survives the entry is discarded. Every verdict is recorded on the entry.
+
+All calls are batched per step (one NLI call, one decomposition call, one NLI call, one
+adjudication call per session), charged to stage "verify".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import numpy as np
+
+from ..context import SessionContext
+from ..kernels import cross_reference
+from ..prompts.common import premise_text
+from ..prompts.verify import adjudicate_request, decompose_request
+from ..schema import AtomicFact, NLIVerdict, Turn
+from .segment import turn_vectors
+from .state import Entry, PipelineState, clean_text, has_text
+
+logger = logging.getLogger(__name__)
+
+ASSISTANT_REASON = "assistant statement, not a user fact"
+# A source turn is kept as grounding when its cosine is at least this share of the best turn's.
+SOURCE_PREFERENCE = 0.9
+
+
+def _best_within(vec: np.ndarray, turn_vecs: np.ndarray, cand: list[int]) -> int:
+    x = cross_reference(vec[None, :], turn_vecs[cand], 0.0)
+    return cand[int(x.argmax[0])]
+
+
+async def ground_entries(ctx: SessionContext, state: PipelineState) -> dict[int, Optional[int]]:
+    """Set each live entry's ``ground_turn_id`` (§3.4 turn-level grounding).
+
+    Returns:
+        entry index -> index (into ``state.text_turns``) of the most similar *user* turn, or
+        None when the session has no user text turn (used for non-user groundings).
+    """
+    live = state.live_entries()
+    if not live or not state.text_turns:
+        return {i: None for i in live}
+    tv = await turn_vectors(ctx, state)
+    ev = await ctx.embed([state.entries[i].text for i in live])
+    pos = {t.turn_id: k for k, t in enumerate(state.text_turns)}
+    user_k = [k for k, t in enumerate(state.text_turns) if t.role == "user"]
+    best_all = cross_reference(ev, tv, 0.0)
+    best_user = cross_reference(ev, tv[user_k], 0.0) if user_k else None
+    out: dict[int, Optional[int]] = {}
+    for row, i in enumerate(live):
+        e = state.entries[i]
+        cand = [pos[t] for t in e.source_turn_ids if t in pos]
+        k = int(best_all.argmax[row])
+        if cand:
+            # prefer the entry's own source turn unless it is clearly less similar than the
+            # best turn overall (small models often cite the wrong turn id)
+            j = _best_within(ev[row], tv, cand)
+            if float(tv[j] @ ev[row]) >= SOURCE_PREFERENCE * float(best_all.max_sim[row]):
+                k = j
+        e.ground_turn_id = state.text_turns[k].turn_id
+        out[i] = user_k[int(best_user.argmax[row])] if best_user is not None else None
+    return out
+
+
+def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
+    return NLIVerdict(premise_turn_id=turn.turn_id, hypothesis=hypothesis, label=res.label, score=res.score)
+
+
+def _join(facts: list[str]) -> str:
+    return " ".join(f.strip() for f in facts if f.strip())
+
+
+async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
+    """Run §3.4 on every live entry of ``state`` (modifies entries in place; records discards)."""
+    p = ctx.config.pipeline
+    best_user = await ground_entries(ctx, state)
+    live = state.live_entries()
+    if not live:
+        return
+    turn_by_id = {t.turn_id: t for t in state.text_turns}
+    sess, name = state.session, state.user_name
+
+    # 1) entry-level NLI against the grounding turn (a user turn for non-user groundings)
+    premise_turn: dict[int, Optional[Turn]] = {}
+    for i in live:
+        t = turn_by_id[state.entries[i].ground_turn_id]
+        if t.role != "user":
+            k = best_user[i]
+            t = state.text_turns[k] if k is not None else None
+        premise_turn[i] = t
+    checkable = [i for i in live if premise_turn[i] is not None]
+    for i in live:
+        if premise_turn[i] is None:
+            state.entries[i].discarded = True
+            state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
+    res = await ctx.nli(
+        [(premise_text(premise_turn[i], sess, name), state.entries[i].text) for i in checkable], "verify"
+    )
+    failed = []
+    for i, r in zip(checkable, res):
+        e, t = state.entries[i], premise_turn[i]
+        e.nli.append(_verdict(t, e.text, r))
+        grounded_user = turn_by_id[e.ground_turn_id].role == "user"
+        if r.label == "entailment":
+            e.ground_turn_id = t.turn_id
+        elif not grounded_user:
+            e.discarded = True
+            state.discard(e.text, "verify", ASSISTANT_REASON)
+        else:
+            failed.append(i)
+    if not failed:
+        return
+
+    # 2) atomic decomposition of the non-entailed entries
+    decomp = await ctx.llm_json(
+        [decompose_request(state.entries[i].text, name, p.max_atomic_facts) for i in failed], "verify"
+    )
+    facts: dict[int, list[str]] = {}
+    for i, out in zip(failed, decomp):
+        fs = [clean_text(f, name) for f in out[: p.max_atomic_facts]]
+        fs = [f for f in fs if has_text(f)]
+        facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
+
+    # 3) NLI of every atomic fact against the entry's premise
+    pairs = [(i, f) for i in failed for f in facts[i]]
+    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), f) for i, f in pairs], "verify")
+    atoms: dict[int, list[AtomicFact]] = {i: [] for i in failed}
+    to_judge: list[tuple[int, AtomicFact]] = []
+    for (i, f), r in zip(pairs, res):
+        v = _verdict(premise_turn[i], f, r)
+        state.entries[i].nli.append(v)
+        a = AtomicFact(text=f, verdict=v, action="kept")
+        atoms[i].append(a)
+        if r.label != "entailment":
+            to_judge.append((i, a))
+
+    # 4) LLM adjudication of the non-entailed atomic facts
+    rulings = await ctx.llm_json(
+        [adjudicate_request(premise_text(premise_turn[i], sess, name), a.text) for i, a in to_judge], "verify"
+    )
+    for (i, a), ruling in zip(to_judge, rulings):
+        revised = clean_text(ruling.get("revised_fact") or "", name)
+        if ruling["action"] == "REVISE" and has_text(revised):
+            a.action, a.revised_text = "revised", revised
+        else:
+            a.action = "discarded"
+            state.discard(
+                a.text, "verify",
+                f"atomic fact not entailed by turn {premise_turn[i].turn_id}; adjudicator: DISCARD",
+            )
+
+    # 5) rebuild each entry from its surviving atomic facts
+    for i in failed:
+        e = state.entries[i]
+        e.atomic_facts = atoms[i]
+        e.ground_turn_id = premise_turn[i].turn_id
+        survivors = [a.revised_text if a.action == "revised" else a.text for a in atoms[i] if a.action != "discarded"]
+        if not survivors:
+            e.discarded = True
+            state.discard(e.text, "verify", "no atomic fact survived verification")
+        elif any(a.action != "kept" for a in atoms[i]):
+            e.original_text, e.text, e.status = e.text, _join(survivors), "revised"
+        # else: every atomic fact entailed -> the entry is supported as written

@@ -1,0 +1,325 @@
+"""The whole pipeline through Extractor with scripted models: exact graphs, ablations,
+variants, error handling and cost accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import unicodedata
+from datetime import datetime
+
+import pytest
+
+from promem_fast.backends.base import LLMResponse
+from promem_fast.backends.llm.scripted import ScriptedLLM, count_tokens
+from promem_fast.extractor import EmptySessionError, Extractor
+from promem_fast.schema import MemoryGraph, Session, Turn
+from promem_fast.structured import StructuredOutputError
+
+from conftest import DAY, DRAFT, FakeNLI, const, keyed, make_config, make_services, make_session, promem_rules
+
+
+def run(session=None, services=None, **pipeline) -> tuple[MemoryGraph, object]:
+    services = services or make_services()
+    g = Extractor(make_config(**pipeline), services).extract(session or make_session())
+    return g, services
+
+
+def stages_called(services) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in services.llm.calls:
+        out[c.stage] = out.get(c.stage, 0) + 1
+    return out
+
+
+def event_rows(g: MemoryGraph):
+    return [(e.id, e.text, e.status, e.origin, e.source_turn_ids) for e in g.events]
+
+
+FULL_EVENTS = [
+    ("e1", "Alice adopted a puppy named Max yesterday.", "kept", "draft", ["t1"]),
+    ("e2", "Alice takes Max to the park.", "recovered", "event", ["t3"]),
+    ("e3", "Alice started a new job at Acme. Alice is a data engineer.", "revised", "draft", ["t6"]),
+    ("e4", "Alice bought a bike.", "kept", "draft", ["t8"]),
+]
+FULL_DETAILS = [
+    ("d1", "puppy named Max", "t1", ["e1"]), ("d2", "adopted yesterday", "t1", ["e1"]),
+    ("d3", "park near house", "t3", ["e2"]), ("d4", "Acme", "t6", ["e3"]),
+    ("d5", "data engineer", "t6", ["e3"]), ("d6", "bike", "t8", ["e4"]),
+]
+
+
+def detail_rows(g):
+    return [(d.id, d.text, d.turn_id, d.event_ids) for d in g.details]
+
+
+def test_full_promem_graph_exact():
+    g, svc = run()
+    MemoryGraph.model_validate_json(g.to_json())  # round-trips through the published schema
+    assert g.variant == "promem" and g.session_id == "s1" and g.user_name == "Alice"
+    assert event_rows(g) == FULL_EVENTS
+    assert g.events[0].dates == ["2023-05-07"] and g.events[0].timestamp == DAY
+    assert g.events[2].original_text == "Alice started a new job at Acme as a data engineer."
+    assert detail_rows(g) == FULL_DETAILS
+    assert [(r.source, r.type, r.target, r.probe_question) for r in g.relations] == [
+        ("e3", "causal", "e4", "Why did Alice buy a bike?")]
+    assert [(t.id, t.turn_ids) for t in g.topics] == [("t1", ["t1", "t2", "t3", "t4"]), ("t2", ["t5", "t6", "t7", "t8"])]
+    assert [(d.stage, d.text) for d in g.discarded] == [
+        ("verify", "Alice takes puppy training with Max."),
+        ("verify", "Alice earns a high salary."),
+        ("relation_verify", "Alice adopted a puppy named Max yesterday. -[temporal: happens before]-> "
+                            "Alice takes Max to the park."),
+    ]
+    assert g.models == {"llm": "scripted", "nli": "fake-nli", "embed": "keyword"}
+
+
+def test_emoji_only_turn_yields_no_detail_and_is_never_asked_about():
+    g, svc = run()
+    assert all(d.turn_id != "t4" for d in g.details)
+    assert all("t4" not in c.json_schema["properties"] for c in svc.llm.calls if c.stage == "details")
+
+
+def test_stats_count_calls_and_tokens_per_stage_exactly():
+    g, svc = run()
+    expected_calls = {"details": 2, "events": 2, "relations": 1, "draft": 1, "verify": 3, "relation_verify": 5}
+    assert stages_called(svc) == expected_calls
+    for stage, n in expected_calls.items():
+        st = g.stats.stages[stage]
+        calls = [c for c in svc.llm.calls if c.stage == stage]
+        assert st.llm_calls == n
+        assert st.prompt_tokens == sum(count_tokens(" ".join(m["content"] for m in c.messages)) for c in calls)
+    assert g.stats.stages["verify"].nli_pairs == 8  # 5 entries + 3 atomic facts
+    assert g.stats.llm_calls == 14
+    assert g.stats.prompt_tokens == sum(s.prompt_tokens for s in g.stats.stages.values())
+    assert set(g.stats.stages) == {"segment", "details", "events", "relations", "draft", "completeness",
+                                   "verify", "relation_verify", "anchor"}
+
+
+def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
+    g, svc = run()
+    session_calls = [c for c in svc.llm.calls if c.stage in ("details", "events", "relations", "draft")]
+    prefix = session_calls[0].messages[-1]["content"].split("### Task")[0]
+    assert prefix.startswith("Dialogue of user Alice")
+    assert "## 2023-05-08 (Monday)" in prefix and "[t2] Assistant (assistant): Congrats!" in prefix
+    for c in svc.llm.calls:
+        assert c.messages[0] == svc.llm.calls[0].messages[0]
+    for c in session_calls:
+        assert c.messages[-1]["content"].startswith(prefix)
+
+
+def test_on_stage_callback_reports_start_and_end():
+    seen = []
+    ex = Extractor(make_config(), make_services(), on_stage=lambda s, st, ph: seen.append((s, st, ph)))
+    ex.extract(make_session())
+    assert seen[0] == ("s1", "segment", "start")
+    for st in ("details", "events", "relations", "draft", "completeness", "verify", "relation_verify", "anchor"):
+        assert ("s1", st, "start") in seen and ("s1", st, "end") in seen
+    assert seen[-1] == ("s1", "anchor", "end")
+
+
+# --- ablations -----------------------------------------------------------------------
+
+def test_no_completeness_check_recovers_nothing():
+    g, svc = run(completeness_check=False)
+    assert [e[1] for e in event_rows(g)] == [FULL_EVENTS[0][1], FULL_EVENTS[2][1], FULL_EVENTS[3][1]]
+    assert all(e.status != "recovered" for e in g.events)
+    # the temporal edge lost its recovered end; the causal one is verified as before
+    assert [(r.source, r.type, r.target) for r in g.relations] == [("e2", "causal", "e3")]
+    assert stages_called(svc)["relation_verify"] == 3
+
+
+def test_no_hallucination_verification_keeps_entries_unverified():
+    nli = FakeNLI()  # any NLI call would raise KeyError
+    g, svc = run(services=make_services(nli=nli), hallucination_verification=False)
+    assert nli.pairs == [] and "verify" not in stages_called(svc)
+    assert event_rows(g) == [
+        ("e1", "Alice adopted a puppy named Max yesterday.", "kept", "draft", ["t1"]),
+        ("e2", "Alice takes puppy training with Max.", "kept", "draft", ["t2"]),
+        ("e3", "Alice takes Max to the park.", "recovered", "event", ["t3"]),
+        ("e4", "Alice started a new job at Acme as a data engineer.", "kept", "draft", ["t6"]),
+        ("e5", "Alice bought a bike.", "kept", "draft", ["t8"]),
+    ]
+    assert all(not e.nli and e.original_text is None for e in g.events)
+
+
+def test_no_detail_anchoring_leaves_details_unanchored():
+    g, _ = run(detail_anchoring=False)
+    assert [(d.id, d.text, d.turn_id) for d in g.details] == [r[:3] for r in FULL_DETAILS]
+    assert all(d.event_ids == [] for d in g.details)
+    assert event_rows(g) == FULL_EVENTS and "anchor" not in g.stats.stages
+
+
+def test_no_relations_skips_inference_and_verification():
+    g, svc = run(relations=False)
+    assert g.relations == [] and "relations" not in stages_called(svc) and "relation_verify" not in stages_called(svc)
+    assert event_rows(g) == FULL_EVENTS and detail_rows(g) == FULL_DETAILS
+
+
+def test_no_details_skips_detail_extraction():
+    g, svc = run(details=False)
+    assert g.details == [] and "details" not in stages_called(svc)
+    assert event_rows(g) == FULL_EVENTS
+
+
+# --- variants ---------------------------------------------------------------------------
+
+def test_one_off_variant_single_call():
+    rules = {"oneoff": const([
+        {"fact": "Alice adopted a puppy named Max yesterday.", "turns": ["t1"]},
+        {"fact": "Alice works at Acme.", "turns": ["t8", "t6", "zz"]},
+        {"fact": "Alice likes parks.", "turns": []},
+    ])}
+    g, svc = run(services=make_services(rules=rules, nli=FakeNLI()), variant="one-off")
+    assert stages_called(svc) == {"oneoff": 1}
+    assert event_rows(g) == [
+        ("e1", "Alice adopted a puppy named Max yesterday.", "kept", "draft", ["t1"]),
+        ("e2", "Alice works at Acme.", "kept", "draft", ["t6", "t8"]),
+        ("e3", "Alice likes parks.", "kept", "draft", []),
+    ]
+    assert g.events[0].dates == ["2023-05-07"] and g.details == [] and g.relations == [] and g.topics == []
+    assert g.variant == "one-off"
+
+
+def test_v1_variant():
+    rules = {
+        "draft": const([
+            {"fact": "Alice adopted a puppy named Max yesterday.", "turns": ["t1"]},
+            {"fact": "Alice started a new job at Acme.", "turns": ["t6"]},
+            {"fact": "Alice started a new job at Acme as an engineer.", "turns": ["t6"]},
+            {"fact": "Alice lives in Paris.", "turns": []},
+        ]),
+        "coverage": keyed({"missed turns t3.": [{"fact": "Alice takes Max to the park.", "turns": ["t3"]}]}),
+        "evidence": keyed({
+            "Memory entry: Alice adopted": {"question": "What did Alice adopt?", "evidence_turn": "t1",
+                                            "supported": True, "fact": "Alice adopted a puppy named Max yesterday."},
+            "Memory entry: Alice started a new job at Acme.": {
+                "question": "Where does Alice work?", "evidence_turn": "t6", "supported": True, "fact": None},
+            "Memory entry: Alice started a new job at Acme as an engineer.": {
+                "question": "What is Alice's role?", "evidence_turn": "t6", "supported": True,
+                "fact": "Alice started a new job at Acme as a data engineer."},
+            "Memory entry: Alice lives in Paris.": {"question": "Where does Alice live?", "evidence_turn": None,
+                                                    "supported": False, "fact": None},
+            "Memory entry: Alice takes Max": {"question": "Where does Max go?", "evidence_turn": "t3",
+                                              "supported": True, "fact": "Alice takes Max to the park."},
+        }),
+    }
+    g, svc = run(services=make_services(rules=rules, nli=FakeNLI()), variant="v1")
+    assert stages_called(svc) == {"draft": 1, "coverage": 1, "evidence": 5}
+    assert event_rows(g) == [
+        ("e1", "Alice adopted a puppy named Max yesterday.", "kept", "draft", ["t1"]),
+        ("e2", "Alice takes Max to the park.", "recovered", "supplement", ["t3"]),
+        ("e3", "Alice started a new job at Acme.", "kept", "draft", ["t6"]),
+    ]
+    assert [(d.stage, d.text) for d in g.discarded] == [
+        ("evidence", "Alice lives in Paris."),
+        ("dedup", "Alice started a new job at Acme as a data engineer."),
+    ]
+    assert g.discarded[0].reason == "self-questioning found no evidence (Where does Alice live?)"
+    assert set(g.stats.stages) >= {"draft", "coverage", "evidence", "dedup"}
+
+
+# --- input handling and failures ---------------------------------------------------------
+
+@pytest.mark.parametrize("contents", [[], ["", "   \n\t"]])
+def test_empty_session_raises_before_any_model_call(contents):
+    svc = make_services()
+    s = Session(session_id="empty-7", turns=[Turn(turn_id=f"t{i}", role="user", content=c) for i, c in enumerate(contents)])
+    with pytest.raises(EmptySessionError, match="empty-7"):
+        Extractor(make_config(), svc).extract(s)
+    with pytest.raises(EmptySessionError, match="empty-7"):
+        asyncio.run(Extractor(make_config(), svc).aextract(s))
+    assert svc.llm.calls == []
+
+
+def test_emoji_only_session_gives_empty_graph_without_calls():
+    svc = make_services()
+    s = Session(session_id="emo", turns=[Turn(turn_id="t1", role="user", content="🎉🎉"),
+                                         Turn(turn_id="t2", role="assistant", content="🙂")])
+    g = Extractor(make_config(), svc).extract(s)
+    assert g.events == [] and g.details == [] and svc.llm.calls == []
+
+
+def test_session_opening_with_assistant_and_consecutive_same_role_turns():
+    s = Session(session_id="s2", user_name="Bo", turns=[
+        Turn(turn_id="a1", role="assistant", content="Hi! How was your weekend with the puppy?"),
+        Turn(turn_id="a2", role="assistant", content="Did your puppy Max like the park?"),
+        Turn(turn_id="u3", role="user", content="Yes, Max loved the park."),
+        Turn(turn_id="u4", role="user", content="Then my puppy Max slept all day in the park."),
+    ])
+    rules = {
+        "details": const({"u3": ["the park"], "u4": ["slept all day"]}),
+        "events": const([{"fact": "Bo took Max to the park.", "turns": ["u3"]},
+                         {"fact": "Bo's dog slept all day.", "turns": ["u4"]}]),
+        "relations": const([["E1", "temporal", "E2"]]),
+        "draft": const([{"fact": "Bo took his puppy Max to the park.", "turns": ["u3"]}]),
+        "relation_verify": keyed({"Claim:": {"supported": True},
+                                  "Question:": {"answerable": False, "answer": ""},
+                                  "A:": {"question": "What happened after the park?"}}),
+    }
+    g, svc = run(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    assert [(t.turn_ids) for t in g.topics] == [["a1", "a2", "u3", "u4"]]
+    assert event_rows(g) == [
+        # grounded to u4 (cosine 1.0) over its cited u3 (0.82 < 90% of 1.0); both kept as sources
+        ("e1", "Bo took his puppy Max to the park.", "kept", "draft", ["u3", "u4"]),
+        ("e2", "Bo's dog slept all day.", "recovered", "event", ["u4"]),
+    ]
+    assert [(r.source, r.type, r.target) for r in g.relations] == [("e1", "temporal", "e2")]
+    assert detail_rows(g) == [("d1", "the park", "u3", ["e1"]), ("d2", "slept all day", "u4", ["e1", "e2"])]
+
+
+class TruncatingLLM(ScriptedLLM):
+    """Scripted LLM whose answers for ``stage`` stop at max_tokens (finish_reason "length")."""
+
+    def __init__(self, stage: str, **kw):
+        super().__init__(**kw)
+        self.truncate_stage = stage
+
+    async def generate(self, requests):
+        out = await super().generate(requests)
+        return [LLMResponse(r.text[: len(r.text) // 2], r.prompt_tokens, r.completion_tokens, 0, "length")
+                if q.stage == self.truncate_stage else r for q, r in zip(requests, out)]
+
+
+def test_truncated_output_twice_raises_and_returns_nothing():
+    svc = make_services()
+    svc.llm = TruncatingLLM("draft", rules=promem_rules())
+    with pytest.raises(StructuredOutputError) as ei:
+        Extractor(make_config(), svc).extract(make_session())
+    assert ei.value.stage == "draft"
+    draft_calls = [c for c in svc.llm.calls if c.stage == "draft"]
+    assert len(draft_calls) == 2  # first try + one retry
+    assert draft_calls[1].max_tokens == 2 * draft_calls[0].max_tokens
+
+
+def test_extract_inside_running_event_loop():
+    async def main():
+        return Extractor(make_config(), make_services()).extract(make_session())
+
+    g = asyncio.run(main())
+    assert event_rows(g) == FULL_EVENTS
+
+
+def test_unicode_name_nfc_preserved():
+    nfd = unicodedata.normalize("NFD", "José Ñúñez")
+    s = make_session(user_name=nfd)
+    rules = {"oneoff": const([{"fact": f"{nfd} adopted a puppy named Max.", "turns": ["t1"]}])}
+    g, svc = run(session=s, services=make_services(rules=rules, nli=FakeNLI()), variant="one-off")
+    assert g.user_name == "José Ñúñez" and unicodedata.is_normalized("NFC", g.user_name)
+    assert g.events[0].text == "José Ñúñez adopted a puppy named Max."
+    assert "Dialogue of user José Ñúñez" in svc.llm.calls[0].messages[-1]["content"]
+
+
+def test_non_english_text_passes_through_unchanged():
+    s = Session(session_id="zh", user_name="李雷", start_time=DAY, turns=[
+        Turn(turn_id="u1", role="user", content="我昨天在杭州买了一辆自行车。", timestamp=DAY),
+        Turn(turn_id="a2", role="assistant", content="太好了！", timestamp=DAY),
+    ])
+    rules = {
+        "details": keyed({"u1": {"u1": ["杭州", "自行车"]}}),
+        "events": keyed({"Turns u1": [{"fact": "李雷在杭州买了一辆自行车。", "turns": ["u1"]}]}),
+        "draft": const([{"fact": "李雷于2023-05-07在杭州买了一辆自行车。", "turns": ["u1"]}]),
+    }
+    g, _ = run(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    texts = [e.text for e in g.events]
+    assert "李雷于2023-05-07在杭州买了一辆自行车。" in texts
+    assert all(t in ("李雷于2023-05-07在杭州买了一辆自行车。", "李雷在杭州买了一辆自行车。") for t in texts)
+    assert [d.text for d in g.details] == ["杭州", "自行车"]

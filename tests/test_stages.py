@@ -1,0 +1,321 @@
+"""Each ProMem stage on the hand-made 8-turn session (tests/conftest.py), exact contents."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from promem_fast.prompts.common import dialogue_block
+from promem_fast.stages.anchor import anchor_details
+from promem_fast.stages.complete import completeness_check
+from promem_fast.stages.extract import FIRST_PERSON_REASON, abstract_events, extract_details, extract_draft, infer_relations, parse_edges
+from promem_fast.stages.pipeline import build_graph
+from promem_fast.stages.relate import verify_relations
+from promem_fast.stages.segment import cap_length, cut_points, segment_topics
+from promem_fast.stages.state import Candidate, Entry, PipelineState, has_text
+from promem_fast.stages.verify import ASSISTANT_REASON, verify_entries
+
+from conftest import (ADJUDICATE, DECOMPOSE, DETAILS, EVENTS, FakeNLI, KeywordEmbedder, const, keyed, make_ctx,
+                      make_services, make_session)
+
+
+def new_state(ctx) -> PipelineState:
+    return PipelineState.create(ctx.session, ctx.user_name, dialogue_block(ctx.session, ctx.user_name))
+
+
+def fixed_embed(ctx, table: dict[str, np.ndarray]) -> None:
+    """Replace ctx.embed with a lookup of hand-made vectors (KeyError for unknown texts)."""
+
+    async def embed(texts):
+        return np.stack([np.asarray(table[t], np.float32) for t in texts])
+
+    ctx.embed = embed
+
+
+def unit(angle_deg: float) -> np.ndarray:
+    a = math.radians(angle_deg)
+    return np.array([math.cos(a), math.sin(a)], np.float32)
+
+
+# --- text filter -------------------------------------------------------------------------
+
+def test_has_text_rejects_emoji_and_accepts_any_script():
+    assert not has_text("🐶🎉")
+    assert not has_text("  ... !!")
+    assert has_text("去公园")
+    assert has_text("42")
+
+
+# --- segmentation ------------------------------------------------------------------------
+
+def _angles_for(sims: list[float]) -> list[np.ndarray]:
+    angles = [0.0]
+    for s in sims:
+        angles.append(angles[-1] + math.degrees(math.acos(s)))
+    return [unit(a) for a in angles]
+
+
+def test_cut_points_rising_threshold():
+    # consecutive cosines 0.9, 0.32, 0.9, 0.27, 0.9: nothing below 0.2 or 0.25; at 0.3 only 0.27
+    vecs = np.stack(_angles_for([0.9, 0.32, 0.9, 0.27, 0.9]))
+    assert cut_points(vecs, 0.2, 0.05, 0.5) == [4]
+    # a cosine below the start threshold cuts at once, higher ones are then not considered
+    vecs = np.stack(_angles_for([0.1, 0.3, 0.9]))
+    assert cut_points(vecs, 0.2, 0.05, 0.5) == [1]
+    # nothing below the max threshold: one topic
+    vecs = np.stack(_angles_for([0.6, 0.55, 0.9]))
+    assert cut_points(vecs, 0.2, 0.05, 0.5) == []
+
+
+def test_cap_length_splits_long_topics_evenly():
+    seg = [f"t{i}" for i in range(1, 8)]
+    assert cap_length([seg], 3) == [["t1", "t2", "t3"], ["t4", "t5", "t6"], ["t7"]]
+    assert cap_length([seg], 4) == [["t1", "t2", "t3", "t4"], ["t5", "t6", "t7"]]
+
+
+async def test_segment_topics_on_hand_made_vectors_skips_emoji_turn():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    # 7 text turns (t4 is emoji-only); cosines t1-t2 .9, t2-t3 .8, t3-t5 .35, t5-t6 .9, t6-t7 .28, t7-t8 .9
+    vecs = _angles_for([0.9, 0.8, 0.35, 0.9, 0.28, 0.9])
+    fixed_embed(ctx, {t.content: v for t, v in zip(state.text_turns, vecs)})
+    topics = await segment_topics(ctx, state)
+    # first cut found at threshold 0.3 (0.28); the emoji turn t4 stays with t3
+    assert topics == [["t1", "t2", "t3", "t4", "t5", "t6"], ["t7", "t8"]]
+    assert ctx.stats == {}  # no LLM call
+
+
+async def test_segment_topics_keyword_embedder_two_topics():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    assert await segment_topics(ctx, state) == [["t1", "t2", "t3", "t4"], ["t5", "t6", "t7", "t8"]]
+
+
+# --- stage 1 ---------------------------------------------------------------------------
+
+async def test_details_per_topic_user_turns_only():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.topics = [["t1", "t2", "t3", "t4"], ["t5", "t6", "t7", "t8"]]
+    details = await extract_details(ctx, state)
+    assert details == [
+        ("t1", "puppy named Max"), ("t1", "adopted yesterday"), ("t3", "park near house"),
+        ("t6", "Acme"), ("t6", "data engineer"), ("t8", "bike"),
+    ]
+    calls = ctx.services.llm.calls
+    assert [c.stage for c in calls] == ["details", "details"]
+    # the schema asks for exactly the topic's user text turns (no t2 assistant, no t4 emoji)
+    assert [sorted(c.json_schema["properties"]) for c in calls] == [["t1", "t3"], ["t6", "t8"]]
+
+
+async def test_events_invalid_ids_dropped_and_fallback_to_topic_user_turns():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.topics = [["t1", "t2", "t3", "t4"], ["t5", "t6", "t7", "t8"]]
+    events = await abstract_events(ctx, state)
+    assert [(e.text, e.turn_ids, e.topic) for e in events] == [
+        ("Alice adopted a puppy named Max.", ["t1"], 0),
+        ("Alice takes Max to the park.", ["t3"], 0),
+        ("Alice started a job at Acme.", ["t6"], 1),
+        ("Alice bought a bike because of the long commute.", ["t6", "t8"], 1),
+    ]
+
+
+async def test_topic_without_user_text_makes_no_call():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.topics = [["t1", "t2", "t3"], ["t4", "t5"], ["t6", "t7", "t8"]]  # t4 emoji, t5 assistant
+    ctx.services.llm.rules["events"] = keyed({"Turns t1 to t3": EVENTS["Turns t1 to t4"],
+                                              "Turns t6 to t8": EVENTS["Turns t5 to t8"]})
+    await abstract_events(ctx, state)
+    assert len(ctx.services.llm.calls) == 2
+
+
+def test_parse_edges_drops_unknown_ids_bad_types_self_loops_and_repeats():
+    state = new_state(make_ctx())
+    raw = [["E1", "causal", "E2"], ["e2", "Temporal", "E3"], ["E1", "causal", "E2"], ["E1", "causal", "E1"],
+           ["E9", "causal", "E1"], ["E1", "because", "E3"], ["X", "causal", "E2"]]
+    assert parse_edges(state, raw, 3) == [(0, "causal", 1), (1, "temporal", 2)]
+
+
+async def test_relations_need_two_events():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.events = [Candidate("Alice adopted a puppy named Max.", ["t1"], 0)]
+    assert await infer_relations(ctx, state) == []
+    assert ctx.services.llm.calls == []
+
+
+async def test_draft_cleans_subject_drops_duplicates_and_bad_ids():
+    ctx = make_ctx(services=make_services(rules={"draft": const([
+        {"fact": "User likes  tea.", "turns": ["t1", "t42"]},
+        {"fact": "Alice likes tea", "turns": ["t3"]},
+        {"fact": "Alice adopted Max.", "turns": []},
+        {"fact": "I adopted a puppy named Max yesterday.", "turns": ["t1"]},
+    ])}))
+    state = new_state(ctx)
+    entries = await extract_draft(ctx, state)
+    assert [(e.text, e.source_turn_ids, e.origin, e.status) for e in entries] == [
+        ("Alice likes tea.", ["t1"], "draft", "kept"), ("Alice adopted Max.", [], "draft", "kept"),
+    ]
+    assert [(d.text, d.stage, d.reason) for d in state.discarded] == [
+        ("I adopted a puppy named Max yesterday.", "draft", FIRST_PERSON_REASON),
+        ("Alice likes tea", "draft", "exact duplicate of another entry"),
+    ]
+
+
+# --- completeness check ------------------------------------------------------------------
+
+async def _cc_state(recover: bool):
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.events = [Candidate("ev-a", ["t1"], 0), Candidate("ev-b", ["t3"], 0), Candidate("ev-c", ["t6", "t8"], 1)]
+    state.entries = [Entry("dr-x", "draft", "kept", ["t1"]), Entry("dr-y", "draft", "kept", ["t6"])]
+    # cos(ev-a, dr-x) = .9, cos(ev-b, dr-y) = .7 (both above tau_comp = .6); ev-c: .58 to dr-x
+    fixed_embed(ctx, {"dr-x": [1, 0, 0], "dr-y": [0, 1, 0], "ev-a": [0.9, math.sqrt(1 - 0.81), 0],
+                      "ev-b": [0, 0.7, math.sqrt(1 - 0.49)], "ev-c": [0.58, 0, math.sqrt(1 - 0.58**2)]})
+    rec = await completeness_check(ctx, state, recover=recover)
+    return state, rec
+
+
+async def test_completeness_recovers_exactly_the_unmatched_event():
+    state, rec = await _cc_state(True)
+    assert rec == [2]
+    assert [(e.text, e.origin, e.status, e.source_turn_ids) for e in state.entries] == [
+        ("dr-x", "draft", "kept", ["t1"]), ("dr-y", "draft", "kept", ["t6"]),
+        ("ev-c", "event", "recovered", ["t6", "t8"]),
+    ]
+    assert state.event_to_entry == {0: 0, 1: 1, 2: 2}
+
+
+async def test_completeness_without_recovery_only_maps():
+    state, rec = await _cc_state(False)
+    assert rec == [] and len(state.entries) == 2
+    assert state.event_to_entry == {0: 0, 1: 1}
+
+
+# --- hallucination verification ---------------------------------------------------------
+
+async def test_hallucination_verification():
+    nli = FakeNLI({
+        "Alice adopted a puppy named Max yesterday.": "entailment",
+        "Alice started a new job at Acme as a data engineer.": "contradiction",
+        "Alice started a new job at Acme.": "entailment",
+        "Alice is a data scientist.": "contradiction",
+        "Alice earns a high salary.": "neutral",
+        "Alice takes puppy training with Max.": "neutral",
+        "Alice has a puppy named Max.": "entailment",
+        "Alice owns a cat.": "neutral",
+    })
+    rules = {"verify": keyed({**DECOMPOSE, "Entry: Alice owns a cat.": ["Alice owns a cat."], **ADJUDICATE,
+                              "Fact: Alice owns a cat.": {"action": "DISCARD", "revised_fact": None}})}
+    ctx = make_ctx(services=make_services(rules=rules, nli=nli))
+    state = new_state(ctx)
+    state.entries = [
+        Entry("Alice adopted a puppy named Max yesterday.", "draft", "kept", ["t1"]),
+        Entry("Alice started a new job at Acme as a data engineer.", "draft", "kept", ["t6"]),
+        Entry("Alice takes puppy training with Max.", "draft", "kept", ["t2"]),
+        Entry("Alice has a puppy named Max.", "event", "recovered", ["t2"]),
+        Entry("Alice owns a cat.", "draft", "kept", []),
+    ]
+    await verify_entries(ctx, state)
+    e = state.entries
+    # entailed: kept as is
+    assert (e[0].text, e[0].status, e[0].discarded, e[0].ground_turn_id) == (
+        "Alice adopted a puppy named Max yesterday.", "kept", False, "t1")
+    assert [(v.premise_turn_id, v.label) for v in e[0].nli] == [("t1", "entailment")]
+    # not entailed: decomposed, one atomic fact kept, one revised, one discarded
+    assert (e[1].text, e[1].status, e[1].original_text, e[1].discarded) == (
+        "Alice started a new job at Acme. Alice is a data engineer.", "revised",
+        "Alice started a new job at Acme as a data engineer.", False)
+    assert [(a.text, a.action, a.revised_text) for a in e[1].atomic_facts] == [
+        ("Alice started a new job at Acme.", "kept", None),
+        ("Alice is a data scientist.", "revised", "Alice is a data engineer."),
+        ("Alice earns a high salary.", "discarded", None),
+    ]
+    assert [v.label for v in e[1].nli] == ["contradiction", "entailment", "contradiction", "neutral"]
+    # grounded to the assistant turn t2 and not entailed by a user turn: discarded
+    assert e[2].discarded and e[2].nli[0].premise_turn_id == "t1"
+    # grounded to t2 but entailed by the user turn t1: kept, re-grounded
+    assert (e[3].discarded, e[3].status, e[3].ground_turn_id) == (False, "recovered", "t1")
+    # nothing survives: discarded
+    assert e[4].discarded and e[4].atomic_facts[0].action == "discarded"
+    assert [(d.text, d.stage, d.reason) for d in state.discarded] == [
+        ("Alice takes puppy training with Max.", "verify", ASSISTANT_REASON),
+        ("Alice earns a high salary.", "verify", "atomic fact not entailed by turn t6; adjudicator: DISCARD"),
+        ("Alice owns a cat.", "verify", "atomic fact not entailed by turn t1; adjudicator: DISCARD"),
+        ("Alice owns a cat.", "verify", "no atomic fact survived verification"),
+    ]
+    # premise = the grounding turn with date, speaker and role
+    assert nli.pairs[0] == ("[2023-05-08] Alice (user): I adopted a puppy named Max yesterday.",
+                            "Alice adopted a puppy named Max yesterday.")
+    # batched: one decomposition call and one adjudication call for all entries
+    assert ctx.services.llm.generate_calls == 2
+    assert ctx.stats["verify"].llm_calls == 5 and ctx.stats["verify"].nli_pairs == 5 + 4
+
+
+# --- relation verification ----------------------------------------------------------------
+
+async def test_relation_verification_implicit_supported_unsupported():
+    rules = {"relation_verify": keyed({
+        "Claim: A leads to B.": {"supported": True},
+        "Claim: A happens before B.": {"supported": False},
+        "Question: Q-implicit": {"answerable": True, "answer": "because of X"},
+        "Question: Q-open": {"answerable": False, "answer": ""},
+        "Question: Q-unsupported": {"answerable": False, "answer": ""},
+        "A: alpha": {"question": "Q-implicit"},
+        "A: beta": {"question": "Q-open"},
+        "A: gamma": {"question": "Q-unsupported"},
+    })}
+    ctx = make_ctx(services=make_services(rules=rules))
+    state = new_state(ctx)
+    state.entries = [Entry(t, "draft", "kept", []) for t in ("alpha", "beta", "gamma", "delta", "omega")]
+    state.entries[4].discarded = True
+    state.event_edges = [(0, "causal", 1), (1, "causal", 2), (2, "temporal", 3), (3, "causal", 4),
+                         (5, "causal", 0), (6, "causal", 3)]
+    state.event_to_entry = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 6: 3}  # event 5 unmapped; 6 merges into 3
+    edges = await verify_relations(ctx, state)
+    assert [(r.source, r.type, r.target, r.question) for r in edges] == [(1, "causal", 2, "Q-open")]
+    assert [(d.stage, d.reason) for d in state.discarded] == [
+        ("relation_verify", "implicit: answerable from memory (because of X)"),
+        ("relation_verify", "not supported by the dialogue"),
+    ]
+    # one batched call per step: probe (3), answerability (3), dialogue support (2)
+    assert ctx.services.llm.generate_calls == 3 and ctx.stats["relation_verify"].llm_calls == 8
+    # answerability sees the flat memory (live entries only), not the dialogue
+    ans = [c for c in ctx.services.llm.calls if "Question: Q-open" in c.messages[-1]["content"]][0]
+    assert "Memory entries:\n1. alpha\n2. beta\n3. gamma\n4. delta" in ans.messages[-1]["content"]
+    assert "[t1]" not in ans.messages[-1]["content"]
+
+
+async def test_relation_checks_capped():
+    rules = {"relation_verify": keyed({"Claim:": {"supported": True}, "Question:": {"answerable": False, "answer": ""},
+                                       "A:": {"question": "q"}})}
+    ctx = make_ctx(services=make_services(rules=rules), max_relation_checks=1)
+    state = new_state(ctx)
+    state.entries = [Entry(t, "draft", "kept", []) for t in ("a", "b", "c")]
+    state.event_edges = [(0, "causal", 1), (1, "causal", 2)]
+    state.event_to_entry = {0: 0, 1: 1, 2: 2}
+    assert [(r.source, r.target) for r in await verify_relations(ctx, state)] == [(0, 1)]
+
+
+# --- anchoring and dates ---------------------------------------------------------------
+
+def test_anchor_details_by_turn_id_including_grounding_turn():
+    a = Entry("A", "draft", "kept", ["t1", "t3"])
+    b = Entry("B", "event", "recovered", ["t6"], ground_turn_id="t8")
+    c = Entry("C", "draft", "kept", ["t3"])
+    details = [("t3", "x"), ("t8", "y"), ("t7", "z")]
+    assert anchor_details(details, [("e1", a), ("e2", b), ("e3", c)]) == [["e1", "e3"], ["e2"], []]
+
+
+def test_build_graph_resolves_dates_from_grounding_turn():
+    ctx = make_ctx()
+    state = new_state(ctx)
+    state.entries = [Entry("Alice went to a support group yesterday.", "draft", "kept", ["t3"], ground_turn_id="t3")]
+    g = build_graph(ctx, state, "promem")
+    assert g.events[0].dates == ["2023-05-07"]
+    assert g.events[0].timestamp == make_session().turns[2].timestamp
+    assert g.events[0].id == "e1" and g.events[0].source_turn_ids == ["t3"]
