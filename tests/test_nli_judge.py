@@ -113,3 +113,11 @@ async def test_session_context_charges_judge_tokens_to_stage():
     st = ctx.stats["verify"]
     assert st.nli_pairs == 5 and st.llm_calls == 3
     assert st.prompt_tokens == sum(len(" ".join(m["content"] for m in r.messages).split()) for r in llm.calls)
+
+
+def test_judge_answers_map_to_nli_labels():
+    # the judge is asked "true / false / not mentioned" (small models handle it better)
+    assert parse_label('{"label": "true"}') == "entailment"
+    assert parse_label('{"label": "not mentioned"}') == "neutral"
+    assert parse_label('{"label": "False"}') == "contradiction"
+    assert parse_label('{"label": "perhaps"}') is None
