@@ -149,6 +149,19 @@ class SessionContext:
             return np.zeros((0, self.services.embed.dim), dtype=np.float32)
         return await self.services.embed.encode(list(texts))
 
+    async def xref(self, a: np.ndarray, b: np.ndarray, tau: float):
+        """Cosine cross-reference (§3.3): XrefResult(max_sim (n,), argmax (n,), matched (n,)).
+
+        a: float32 (n, d), b: float32 (m, d). Goes through ``services.xref`` when it batches
+        across sessions (engine.services.BatchedXref), else straight to the kernel dispatcher.
+        """
+        x = self.services.xref
+        if x is not None and hasattr(x, "cross_reference"):
+            return await x.cross_reference(a, b, tau)
+        from .kernels import cross_reference
+
+        return cross_reference(a, b, tau)
+
     def graph_stats(self) -> GraphStats:
         g = GraphStats(stages=dict(self.stats))
         for s in self.stats.values():

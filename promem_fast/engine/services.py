@@ -202,10 +202,34 @@ class BatchedXref:
 
 
 def default_xref() -> Callable:
-    """The kernels' dispatching entry point ``kernels.cross_reference(a, b, tau)``."""
-    from ..kernels import cross_reference
+    """The kernels' dispatcher ``kernels.cross_reference(a, b, tau)``, with a ``batched``
+    entry point that runs queued problems sharing a tau as one ragged kernel call."""
+    from ..kernels import cross_reference, cross_reference_many
 
-    return cross_reference
+    def xref(a, b, tau):
+        return cross_reference(a, b, tau)
+
+    def batched(problems):
+        out: list[Any] = [None] * len(problems)
+        by_tau: dict[float, list[int]] = {}
+        for i, (_, _, tau) in enumerate(problems):
+            by_tau.setdefault(tau, []).append(i)
+        for tau, idx in by_tau.items():
+            try:
+                res = cross_reference_many([(problems[i][0], problems[i][1]) for i in idx], tau)
+            except Exception:  # noqa: BLE001 - one bad problem: run each alone, errors to their callers
+                res = []
+                for i in idx:
+                    try:
+                        res.append(cross_reference(problems[i][0], problems[i][1], tau))
+                    except Exception as e:  # noqa: BLE001
+                        res.append(e)
+            for i, r in zip(idx, res):
+                out[i] = r
+        return out
+
+    xref.batched = batched  # type: ignore[attr-defined]
+    return xref
 
 
 def sequential_policy() -> BatchPolicy:

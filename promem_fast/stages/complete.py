@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 
 from ..context import SessionContext
-from ..kernels import cross_reference
 from .state import Entry, PipelineState
 
 logger = logging.getLogger(__name__)
@@ -33,7 +32,7 @@ async def completeness_check(ctx: SessionContext, state: PipelineState, *, recov
     draft_idx = state.live_entries()
     ev = await ctx.embed([e.text for e in state.events])
     dr = await ctx.embed([state.entries[i].text for i in draft_idx])
-    x = cross_reference(ev, dr, ctx.config.pipeline.tau_comp)
+    x = await ctx.xref(ev, dr, ctx.config.pipeline.tau_comp)
     recovered = []
     for i, event in enumerate(state.events):
         if x.matched[i]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 
 from ..context import SessionContext
-from ..kernels import cross_reference
 from ..prompts.v1 import evidence_request, initial_request, supplement_request
 from .extract import add_entries, parse_facts
 from .segment import turn_vectors
@@ -42,7 +41,7 @@ async def coverage_completion(ctx: SessionContext, state: PipelineState) -> list
     tv = (await turn_vectors(ctx, state))[user_k]
     live = state.live_entries()
     mv = await ctx.embed([state.entries[i].text for i in live])
-    x = cross_reference(tv, mv, ctx.config.pipeline.tau_match)
+    x = await ctx.xref(tv, mv, ctx.config.pipeline.tau_match)
     missing = [state.text_turns[k].turn_id for k, m in zip(user_k, x.matched) if not m]
     if not missing:
         return []
@@ -86,7 +85,7 @@ async def dedup_merge(ctx: SessionContext, state: PipelineState) -> None:
     kept: list[int] = []  # rows of vecs
     for row, i in enumerate(live):
         if kept:
-            x = cross_reference(vecs[row][None, :], vecs[kept], ctx.config.pipeline.tau_sim)
+            x = await ctx.xref(vecs[row][None, :], vecs[kept], ctx.config.pipeline.tau_sim)
             if x.matched[0]:
                 target = state.entries[live[kept[int(x.argmax[0])]]]
                 e = state.entries[i]

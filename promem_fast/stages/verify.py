@@ -58,8 +58,8 @@ async def ground_entries(ctx: SessionContext, state: PipelineState) -> dict[int,
     ev = await ctx.embed([state.entries[i].text for i in live])
     pos = {t.turn_id: k for k, t in enumerate(state.text_turns)}
     user_k = [k for k, t in enumerate(state.text_turns) if t.role == "user"]
-    best_all = cross_reference(ev, tv, 0.0)
-    best_user = cross_reference(ev, tv[user_k], 0.0) if user_k else None
+    best_all = await ctx.xref(ev, tv, 0.0)
+    best_user = await ctx.xref(ev, tv[user_k], 0.0) if user_k else None
     out: dict[int, Optional[int]] = {}
     for row, i in enumerate(live):
         e = state.entries[i]
