@@ -319,3 +319,13 @@ def test_build_graph_resolves_dates_from_grounding_turn():
     assert g.events[0].dates == ["2023-05-07"]
     assert g.events[0].timestamp == make_session().turns[2].timestamp
     assert g.events[0].id == "e1" and g.events[0].source_turn_ids == ["t3"]
+
+
+def test_first_person_copies_are_detected_anywhere_but_not_the_country():
+    from promem_fast.stages.extract import _FIRST_PERSON
+
+    assert _FIRST_PERSON.search("The transgender stories were so inspiring! I was so happy.")
+    assert _FIRST_PERSON.search("The support group has made me feel accepted.")
+    assert _FIRST_PERSON.search("I'm off to go do some research.")
+    assert not _FIRST_PERSON.search("Caroline moved to the US in 2021.")
+    assert not _FIRST_PERSON.search("Caroline found the support group inspiring.")

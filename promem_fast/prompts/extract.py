@@ -38,10 +38,14 @@ def _facts_schema(max_items: int) -> dict:
     }
 
 
-def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int) -> LLMRequest:
+def details_request(
+    block: str, user_turn_ids: Sequence[str], max_per_turn: int, turn_lines: Sequence[str] = ()
+) -> LLMRequest:
     """Fine-grained details of the user turns of one topic (Figure 9 intent, one call per topic).
 
-    Output JSON: ``{turn_id: ["short detail", ...]}`` restricted to ``user_turn_ids``.
+    ``turn_lines`` repeats those turns right before the task: the 1.5B model otherwise
+    attributes details to the wrong turn id. Output JSON: ``{turn_id: ["short detail", ...]}``
+    restricted to ``user_turn_ids``.
     """
     schema = {
         "type": "object",
@@ -52,8 +56,8 @@ def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int)
         # "t1" (seen on the embedded model); code still drops unknown ids defensively
         "additionalProperties": False,
     }
-    instr = (
-        f"For each turn {id_list(user_turn_ids)}, list the specific details the user states: "
+    instr = ("Turns:\n" + "\n".join(turn_lines) + "\n" if turn_lines else "") + (
+        f"For each turn {id_list(user_turn_ids)}, list the specific details the user states in that turn: "
         "names, places, times, numbers, objects, preferences, as short phrases (2-6 words), "
         f"at most {max_per_turn} per turn; [] if none. Do not summarise. "
         'JSON: {"<turn id>": ["detail", ...]}'
@@ -71,7 +75,8 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
     instr = (
         f"Turns {ids[0]} to {ids[-1]} share one topic. Write the main events of {user_name} in "
         "them: actions, states, plans, stories (big picture, not small details), each one "
-        f"standalone sentence about {user_name}, with the turn ids it comes from; at most "
+        f"standalone third-person sentence about {user_name} in your own words (e.g. \"{user_name} "
+        "joined a hiking club.\"; never copy a line), with the turn ids it comes from; at most "
         f'{max_events}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
     return LLMRequest(session_messages(block, instr), _facts_schema(max_events), facts_max_tokens(max_events), stage="events")

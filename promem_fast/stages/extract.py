@@ -16,16 +16,19 @@ import re
 from typing import Any, Optional, Sequence
 
 from ..context import SessionContext
-from ..prompts.common import dialogue_block
+from ..prompts.common import dialogue_block, turn_line
 from ..prompts.extract import details_request, draft_request, events_request, relations_request
 from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
 _EVENT_ID = re.compile(r"^\s*e?\s*(\d+)\s*$", re.I)
-# An English fact opening in the first person is a copied dialogue line (seen with the
-# 1.5B model), not a third-person fact about the user.
-_FIRST_PERSON = re.compile(r"^(I|I'm|I’m|I'd|I've|I'll|My|We|We're|Our)\b")
+# An English fact in the first person is a copied dialogue line (seen with the 1.5B model:
+# "The stories were so inspiring! I was so happy"), not a third-person fact about the user.
+# Case-sensitive so "US" (the country) is not "us".
+_FIRST_PERSON = re.compile(
+    r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Ww]e're|[Oo]ur|[Uu]s)\b"
+)
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
 
 
@@ -48,7 +51,7 @@ def parse_facts(
         if not has_text(text):
             logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
             continue
-        if _FIRST_PERSON.match(text):
+        if _FIRST_PERSON.search(text):
             state.discard(text, where, FIRST_PERSON_REASON)
             continue
         out.append((text, state.valid_ids(it.get("turns", []), allowed, where)))
@@ -69,7 +72,12 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     cap = ctx.config.pipeline.max_details_per_turn
     topics = [(i, _topic_user_ids(state, t)) for i, t in enumerate(state.topics)]
     topics = [(i, ids) for i, ids in topics if ids]
-    reqs = [details_request(topic_block(ctx, state, state.topics[i]), ids, cap) for i, ids in topics]
+    by_id = {t.turn_id: t for t in state.user_text_turns}
+    reqs = [
+        details_request(topic_block(ctx, state, state.topics[i]), ids, cap,
+                        [turn_line(by_id[t], state.user_name) for t in ids])
+        for i, ids in topics
+    ]
     outs = await ctx.llm_json(reqs, "details")
     got: dict[str, list[str]] = {}
     for (_, ids), out in zip(topics, outs):
