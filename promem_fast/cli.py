@@ -107,12 +107,16 @@ def _load(args: argparse.Namespace):
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from .engine.scheduler import run_sessions
+    from .engine.services import batched_services, services_from_config
     from .extractor import Extractor
 
     cfg = build_config(args)
     sessions = _load(args)
+    services = services_from_config(cfg)
+    if cfg.engine.concurrency > 1:  # batch model calls across the sessions in flight
+        services = batched_services(services, cfg.engine)
     bars = StageBars(len(sessions))
-    extractor = Extractor(cfg, on_stage=bars)
+    extractor = Extractor(cfg, services, on_stage=bars)
 
     async def go():
         results = {}
@@ -160,12 +164,12 @@ def _read_graphs(path: Path):
 
 
 def cmd_qa(args: argparse.Namespace) -> int:
-    from .context import Services
+    from .engine.services import services_from_config
     from .qa import answer
 
     cfg = build_config(args)
     graphs = _read_graphs(args.memory)
-    services = Services.from_config(cfg)
+    services = services_from_config(cfg)
     res = asyncio.run(answer(args.question, graphs, services, top_k=args.top_k or cfg.pipeline.top_k))
     if args.show_context:
         for u, s in zip(res.retrieved, res.scores):

@@ -1,0 +1,59 @@
+"""The command line end to end with the scripted LLM and the hashing embedder (no models)."""
+
+import json
+
+import pytest
+
+from promem_fast.cli import main
+from promem_fast.schema import MemoryGraph
+
+
+def _dialogue(path):
+    turns = [
+        {"role": "user", "content": "Adopted a beagle named Rex last week.", "timestamp": "2024-03-10T09:00:00"},
+        {"role": "assistant", "content": "Congratulations! How is Rex settling in?", "timestamp": "2024-03-10T09:00:05"},
+        {"role": "user", "content": "Great, long walks in Riverside Park every morning.", "timestamp": "2024-03-10T09:01:00"},
+    ]
+    path.write_text(json.dumps(turns))
+    return path
+
+
+def test_extract_writes_a_valid_graph_and_qa_reads_it(tmp_path, capsys):
+    src = _dialogue(tmp_path / "dialogue.json")
+    out = tmp_path / "graph.json"
+    rc = main(["extract", str(src), "--out", str(out), "--llm", "scripted", "--embed", "hash"])
+    assert rc == 0
+    g = MemoryGraph.from_json(out.read_text())
+    assert g.variant == "promem" and g.events
+    turn_ids = {"t0", "t1", "t2"}
+    assert all(set(e.source_turn_ids) <= turn_ids for e in g.events)
+    assert g.stats.llm_calls == sum(s.llm_calls for s in g.stats.stages.values()) > 0
+    capsys.readouterr()
+    assert main(["qa", str(out), "Where does the user walk?", "--llm", "scripted", "--embed", "hash"]) == 0
+    assert capsys.readouterr().out.strip()
+
+
+def test_extract_several_sessions_concurrently_writes_a_list(tmp_path):
+    sessions = [
+        {"session_id": f"s{i}", "user_name": "Ana", "turns": [
+            {"role": "user", "content": f"Ran {i + 5} kilometres along the river today.", "timestamp": "2024-05-01T08:00:00"},
+        ]}
+        for i in range(3)
+    ]
+    src = tmp_path / "sessions.json"
+    src.write_text(json.dumps(sessions))
+    out = tmp_path / "graphs.json"
+    assert main(["extract", str(src), "--out", str(out), "--llm", "scripted", "--embed", "hash", "--concurrency", "3"]) == 0
+    graphs = [MemoryGraph.model_validate(x) for x in json.loads(out.read_text())]
+    assert [g.session_id for g in graphs] == ["s0", "s1", "s2"]
+
+
+def test_openai_backend_without_url_is_a_clear_error(tmp_path):
+    src = _dialogue(tmp_path / "d.json")
+    with pytest.raises(SystemExit, match="--llm-url"):
+        main(["extract", str(src), "--out", str(tmp_path / "o.json"), "--llm", "openai"])
+
+
+def test_schema_command_prints_the_published_schema(capsys):
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "MemoryGraph"
