@@ -96,7 +96,7 @@ def test_stats_count_calls_and_tokens_per_stage_exactly():
 
 def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
     g, svc = run()
-    session_calls = [c for c in svc.llm.calls if c.stage in ("details", "events", "relations", "draft")]
+    session_calls = [c for c in svc.llm.calls if c.stage in ("details", "relations", "draft")]
     prefix = session_calls[0].messages[-1]["content"].split("### Task")[0]
     assert prefix.startswith("Dialogue of user Alice")
     assert "## 2023-05-08 (Monday)" in prefix and "[t2] Assistant (assistant): Congrats!" in prefix
@@ -104,6 +104,13 @@ def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
         assert c.messages[0] == svc.llm.calls[0].messages[0]
     for c in session_calls:
         assert c.messages[-1]["content"].startswith(prefix)
+    # event abstraction sees only its topic's turns (§3.2), each a line of the full dialogue
+    event_calls = [c for c in svc.llm.calls if c.stage == "events"]
+    assert event_calls
+    for c in event_calls:
+        shown = c.messages[-1]["content"].split("### Task")[0]
+        assert shown.startswith("Dialogue of user Alice") and shown != prefix
+        assert all(line in prefix.splitlines() for line in shown.splitlines() if line.startswith("["))
 
 
 def test_on_stage_callback_reports_start_and_end():

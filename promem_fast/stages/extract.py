@@ -104,7 +104,12 @@ async def abstract_events(ctx: SessionContext, state: PipelineState) -> list[Can
     """
     cap = ctx.config.pipeline.max_events_per_topic
     todo = [(i, t) for i, t in enumerate(state.topics) if _topic_user_ids(state, t)]
-    reqs = [events_request(topic_block(ctx, state, t), state.user_name, t, cap) for _, t in todo]
+    # Each call sees only its topic's turns (§3.2: events are abstracted per topic cluster);
+    # shown the whole dialogue, the 1.5B model returned the same lines for every topic.
+    reqs = [
+        events_request(dialogue_block(state.session, state.user_name, t), state.user_name, t, cap)
+        for _, t in todo
+    ]
     outs = await ctx.llm_json(reqs, "events")
     events: list[Candidate] = []
     seen: set[str] = set()  # across topics: the small model repeats events between topics
