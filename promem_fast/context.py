@@ -79,13 +79,16 @@ class SessionContext:
         for r in requests:
             r.stage, r.session_id = stage, self.session.session_id
         out = await self.services.llm.generate(list(requests))
+        self._charge(stage, out)
+        return out
+
+    def _charge(self, stage: str, responses: Sequence[LLMResponse]) -> None:
         st = self._stage(stage)
-        for resp in out:
+        for resp in responses:
             st.llm_calls += 1
             st.prompt_tokens += resp.prompt_tokens
             st.completion_tokens += resp.completion_tokens
             st.cached_tokens += resp.cached_tokens
-        return out
 
     async def llm_json(
         self, requests: Sequence[LLMRequest], stage: str, *, retries: Optional[int] = None
@@ -135,11 +138,7 @@ class SessionContext:
         nli = self.services.nli
         if hasattr(nli, "classify_with_usage"):  # LLM judge: its tokens count too
             results, resps = await nli.classify_with_usage(list(pairs))
-            for resp in resps:
-                st.llm_calls += 1
-                st.prompt_tokens += resp.prompt_tokens
-                st.completion_tokens += resp.completion_tokens
-                st.cached_tokens += resp.cached_tokens
+            self._charge(stage, resps)
             return results
         return await nli.classify(list(pairs))
 
