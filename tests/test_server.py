@@ -26,10 +26,10 @@ SESSION = {
     "session_id": "sx",
     "user_name": "Alice",
     "turns": [
-        {"turn_id": "t0", "role": "user", "content": "I started learning the piano last month",
+        {"turn_id": "t0", "role": "user", "content": "Started learning the piano last month",
          "timestamp": "2023-06-01T09:00:00"},
         {"turn_id": "t1", "role": "assistant", "content": "How is it going?"},
-        {"turn_id": "t2", "role": "user", "content": "Slowly but I practise every evening",
+        {"turn_id": "t2", "role": "user", "content": "Slowly, practising every evening",
          "timestamp": "2023-06-01T09:01:00"},
     ],
 }
