@@ -15,13 +15,23 @@ from .config import Config
 log = logging.getLogger("promem_fast")
 
 
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("models")
     g.add_argument("--config", type=Path, help="JSON file with a Config (fields below override it)")
     g.add_argument("--llm", help="LLM backend: llamacpp (default) | openai | vllm | scripted")
     g.add_argument("--llm-model", help="GGUF path (llamacpp), served model name (openai), model dir/id (vllm)")
     g.add_argument("--llm-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
-    g.add_argument("--parallel", type=int, help="LLM sequences decoded at once")
+    g.add_argument("--parallel", type=_positive, help="LLM sequences decoded at once")
     g.add_argument("--nli", help="NLI backend: llm (default, LLM judge) | onnx")
     g.add_argument("--nli-model-dir", help="local sequence-classification model dir for --nli onnx")
     g.add_argument("--embed", help="embedding backend: onnx (default, all-MiniLM-L6-v2)")
@@ -43,7 +53,7 @@ def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-hv", action="store_true", help="ablation: no hallucination verification")
     p.add_argument("--no-da", action="store_true", help="ablation: no detail anchoring")
     p.add_argument("--no-rel", action="store_true", help="ablation: no relations")
-    p.add_argument("--concurrency", type=int, help="sessions in flight at once (default 1)")
+    p.add_argument("--concurrency", type=_positive, help="sessions in flight at once (default 1)")
 
 
 def build_config(args: argparse.Namespace) -> Config:
@@ -121,7 +131,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     async def go():
         results = {}
         async for r in run_sessions(sessions, extractor, cfg.engine.concurrency):
-            results[r.session_id] = r
+            results[r.index] = r
         return results
 
     try:
@@ -129,15 +139,20 @@ def cmd_extract(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     graphs, failed = [], []
-    for s in sessions:
-        r = results[s.session_id]
+    for i, s in enumerate(sessions):
+        r = results[i]
         if r.graph is not None:
             graphs.append(r.graph)
         else:
             failed.append((s.session_id, r.error))
     out: Path = args.out
+    if not graphs:  # never overwrite an earlier result with an empty file
+        for sid, err in failed:
+            print(f"{sid}: FAILED: {err}", file=sys.stderr)
+        print(f"error: no session was extracted; {out} not written", file=sys.stderr)
+        return 1
     out.parent.mkdir(parents=True, exist_ok=True)
-    if len(sessions) == 1 and graphs:
+    if len(sessions) == 1:
         out.write_text(graphs[0].to_json())
     else:
         out.write_text("[\n" + ",\n".join(g.to_json() for g in graphs) + "\n]\n")
@@ -224,7 +239,7 @@ def make_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("qa", help="answer a question from extracted memory (top-k retrieval + LLM)")
     q.add_argument("memory", type=Path, help="graph JSON written by extract")
     q.add_argument("question")
-    q.add_argument("--top-k", type=int, help="entries retrieved (default 20)")
+    q.add_argument("--top-k", type=_positive, help="entries retrieved (default 20)")
     q.add_argument("--show-context", action="store_true", help="print retrieved entries to stderr")
     _add_model_args(q)
     q.set_defaults(func=cmd_qa)
@@ -271,7 +286,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return int(args.func(args) or 0)
+    from pydantic import ValidationError
+
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, ValueError, ValidationError) as e:  # bad input: no traceback
+        log.debug("command failed", exc_info=True)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ exactly" and "why" questions.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -119,7 +120,8 @@ async def answer(
     resp = (await services.llm.generate([req]))[0]
     try:
         text = parse_json(resp.text, ANSWER_SCHEMA, truncated=resp.finish_reason == "length")["answer"]
-    except StructuredOutputError:
-        text = resp.text.strip()
+    except StructuredOutputError as e:  # never show the user a JSON fragment
+        logging.getLogger(__name__).warning("QA answer unreadable (%s): %r", e, resp.text[:200])
+        text = "I don't know"
     return QAResult(question, text.strip(), hits, scores, resp.prompt_tokens, resp.completion_tokens)
 

@@ -57,3 +57,16 @@ def test_openai_backend_without_url_is_a_clear_error(tmp_path):
 def test_schema_command_prints_the_published_schema(capsys):
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "MemoryGraph"
+
+
+def test_missing_input_is_a_one_line_error_not_a_traceback(tmp_path, capsys):
+    rc = main(["extract", str(tmp_path / "nope.json"), "--out", str(tmp_path / "o.json"), "--llm", "scripted", "--embed", "hash"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: ") and "nope.json" in err and "Traceback" not in err
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_concurrency_must_be_positive(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["extract", str(_dialogue(tmp_path / "d.json")), "--out", str(tmp_path / "o.json"), "--concurrency", "0"])
+    assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err

@@ -329,3 +329,16 @@ def test_first_person_copies_are_detected_anywhere_but_not_the_country():
     assert _FIRST_PERSON.search("I'm off to go do some research.")
     assert not _FIRST_PERSON.search("Caroline moved to the US in 2021.")
     assert not _FIRST_PERSON.search("Caroline found the support group inspiring.")
+
+
+def test_details_must_be_stated_in_their_turn():
+    from promem_fast.stages.extract import stated_in
+
+    turn = "Is this your own painting?"
+    assert not stated_in("lake sunrise", turn)          # from the other speaker's next turn
+    assert stated_in("own painting", turn)
+    assert stated_in("paints", "I love painting landscapes")  # inflection by 4-char stem
+    assert not stated_in("good", "Hey Mel! Good to see you!")  # greeting filler
+    assert stated_in("Mel", "Hey Mel! Good to see you!")
+    assert stated_in("2023", "We moved in 2023.")
+    assert stated_in("北京大学", "我在北京读书")                  # CJK: 2-character overlap

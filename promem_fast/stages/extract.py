@@ -32,6 +32,37 @@ _FIRST_PERSON = re.compile(
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
 
 
+_WORD = re.compile(r"\w+", re.U)
+# words that carry no detail on their own ("Hey Mel! Good to see you!" -> "good", "see", "you")
+_FILLER_WORDS = frozenset(
+    "the and for you how see good are was were with that this have has had been not but what who "
+    "its his her their they she him your our very really just some any all can will would could "
+    "about from into out get got yes yeah okay hey hello thanks thank great nice new".split()
+)
+
+
+def stated_in(detail: str, turn_text: str) -> bool:
+    """True when a content word of ``detail`` occurs in ``turn_text`` (case-insensitive).
+
+    Cheap lexical grounding of per-turn details (§3.2 extracts them turn by turn): the 1.5B
+    model attributes details to the wrong turn and lists filler words of greetings. A word
+    counts when it has >= 3 characters (or is a number) and is not filler; words longer than
+    4 characters also match by their first 4 (inflections: "painting" / "paints"). For
+    scripts without spaces (CJK), any 2 consecutive characters of the detail must occur.
+    """
+    turn = turn_text.lower()
+    for w in _WORD.findall(detail.lower()):
+        if not w.isascii():
+            if any(w[i:i + 2] in turn for i in range(max(1, len(w) - 1))):
+                return True
+            continue
+        if w in _FILLER_WORDS or (len(w) < 3 and not w.isdigit()):
+            continue
+        if w in turn or (len(w) > 4 and w[:4] in turn):
+            return True
+    return False
+
+
 def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
     """The session's dialogue block, or only ``turn_ids`` when the session is longer than
     ``max_dialogue_chars`` (then the shared prefix is given up to fit the context window)."""
@@ -87,11 +118,16 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
                                state.session.session_id, tid)
                 continue
             seen: set[str] = set()
+            turn_text = by_id[tid].content
             for ph in phrases:
                 text = clean_text(ph)
-                if has_text(text) and norm_key(text) not in seen and len(seen) < cap:
-                    seen.add(norm_key(text))
-                    got.setdefault(tid, []).append(text)
+                if not has_text(text) or norm_key(text) in seen or len(seen) >= cap:
+                    continue
+                if not stated_in(text, turn_text):
+                    state.discard(text, "details", f"not stated in turn {tid}")
+                    continue
+                seen.add(norm_key(text))
+                got.setdefault(tid, []).append(text)
     state.details = [(t.turn_id, d) for t in state.user_text_turns for d in got.get(t.turn_id, [])]
     return state.details
 

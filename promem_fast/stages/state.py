@@ -112,6 +112,10 @@ class PipelineState:
         return [i for i, e in enumerate(self.entries) if not e.discarded]
 
     def discard(self, text: str, stage: str, reason: str) -> None:
+        """Record ``text`` as not memory; the same (text, stage, reason) is recorded once."""
+        key = (norm_key(text), stage, reason)
+        if any((norm_key(d.text), d.stage, d.reason) == key for d in self.discarded):
+            return
         logger.info("session %s: discarded at %s (%s): %r", self.session.session_id, stage, reason, text[:120])
         self.discarded.append(Discarded(text=text, stage=stage, reason=reason))
 
