@@ -28,6 +28,7 @@ import os
 import re
 from typing import Any, Optional, Sequence
 
+from ...aio import gather_or_cancel
 from ..base import LLMRequest, LLMResponse
 
 log = logging.getLogger(__name__)
@@ -231,15 +232,8 @@ class OpenAILLM:
         if not requests:
             return []
         model = await self.resolve_model()
-        tasks = [asyncio.ensure_future(self._one(model, r)) for r in requests]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            # One failure fails the batch: stop the siblings instead of leaving them running.
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        # One failure fails the batch: the siblings are stopped, not left running.
+        return await gather_or_cancel(self._one(model, r) for r in requests)
 
     async def _one(self, model: str, req: LLMRequest) -> LLMResponse:
         import openai

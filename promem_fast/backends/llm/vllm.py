@@ -36,6 +36,7 @@ import threading
 import uuid
 from typing import Any, Optional, Sequence
 
+from ...aio import gather_or_cancel
 from ..base import LLMRequest, LLMResponse
 
 log = logging.getLogger(__name__)
@@ -148,16 +149,9 @@ class VLLMLLM:
                 return [self.render(tok, r.messages) for r in requests]
 
         prompts = await asyncio.to_thread(render_all)
-        tasks = [
-            asyncio.ensure_future(self._one(ids, self.sampling_params(r))) for ids, r in zip(prompts, requests)
-        ]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        return await gather_or_cancel(
+            self._one(ids, self.sampling_params(r)) for ids, r in zip(prompts, requests)
+        )
 
     async def _one(self, prompt_ids: list[int], params: Any) -> LLMResponse:
         request_id = f"promem-{self._run}-{next(self._ids)}"
