@@ -119,6 +119,26 @@ def test_usage_counts_and_prefix_reuse(llm):
     assert r2.cached_tokens < r2.prompt_tokens
 
 
+def test_shared_prefix_is_copied_between_sequences(llm):
+    """Two prompts of one "session" at once: the second slot copies the first's KV stream
+    (llama_memory_seq_cp) instead of prefilling the shared dialogue, and still answers
+    from it correctly."""
+    fruit = ["apple", "banana", "cherry", "grape", "lemon", "mango", "melon", "olive", "peach",
+             "pear", "plum", "kiwi", "fig", "lime", "date", "guava"]
+    shared = "Dialogue:\n" + "\n".join(f"Turn {i}: Alice bought one {f}." for i, f in enumerate(fruit, 1))
+    ask = "\nWhich fruit did Alice buy in turn {}? Reply with the fruit's name only."
+    _run(llm.generate([LLMRequest(messages=_user(shared + ask.format(3)), max_tokens=4)]))
+    before = llm.kv_copies
+    r5, r9 = _run(llm.generate([
+        LLMRequest(messages=_user(shared + ask.format(5)), max_tokens=4),
+        LLMRequest(messages=_user(shared + ask.format(9)), max_tokens=4),
+    ]))
+    assert llm.kv_copies == before + 1
+    for r in (r5, r9):
+        assert r.cached_tokens > 0.8 * r.prompt_tokens, (r.cached_tokens, r.prompt_tokens)
+    assert "lemon" in r5.text.lower() and "peach" in r9.text.lower(), (r5.text, r9.text)
+
+
 def test_batch_results_in_input_order(llm):
     words = ["apple", "banana", "cherry"]
     reqs = [

@@ -330,3 +330,27 @@ def test_non_english_text_passes_through_unchanged():
     assert "李雷于2023-05-07在杭州买了一辆自行车。" in texts
     assert all(t in ("李雷于2023-05-07在杭州买了一辆自行车。", "李雷在杭州买了一辆自行车。") for t in texts)
     assert [d.text for d in g.details] == ["杭州", "自行车"]
+
+
+class FailingDraftLLM(ScriptedLLM):
+    """The draft call fails at once; every other call takes 0.2 s."""
+
+    async def generate(self, requests):
+        if any(q.stage == "draft" for q in requests):
+            raise RuntimeError("draft backend down")
+        await asyncio.sleep(0.2)
+        return await super().generate(requests)
+
+
+def test_failed_first_stage_branch_cancels_its_siblings():
+    svc = make_services()
+    svc.llm = FailingDraftLLM(rules=promem_rules())
+
+    async def main():
+        with pytest.raises(RuntimeError, match="draft backend down"):
+            await Extractor(make_config(), svc).aextract(make_session())
+        await asyncio.sleep(1.0)  # a sibling left running would reach the relations stage here
+
+    asyncio.run(main())
+    stages = {c.stage for c in svc.llm.calls}
+    assert "relations" not in stages and "draft" not in stages, stages

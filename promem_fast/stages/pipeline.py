@@ -15,11 +15,11 @@ stats and reports start/end to the ``on_stage`` callback.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable, Optional
 
+from ..aio import gather_or_cancel
 from ..context import SessionContext
 from ..prompts.common import dialogue_block, turn_date
 from ..schema import Detail, Event, MemoryGraph, Relation, Topic
@@ -135,8 +135,9 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
         async with stage_scope(ctx, "draft", on_stage):
             await extract_draft(ctx, state)
 
-    # §3.2 "parallel execution": one await carries all of stage 1 and the draft.
-    await asyncio.gather(details(), events_and_relations(), draft())
+    # §3.2 "parallel execution": one await carries all of stage 1 and the draft; a failed
+    # branch cancels the others so no LLM work continues for a session that has failed.
+    await gather_or_cancel([details(), events_and_relations(), draft()])
 
     async with stage_scope(ctx, "completeness", on_stage):
         await completeness_check(ctx, state, recover=p.completeness_check)

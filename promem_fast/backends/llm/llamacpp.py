@@ -10,7 +10,9 @@ costs little more than over one; that is the speed-up (README: numbers).
 Per slot:
 * prefix reuse: a new request goes to the free slot whose KV cache shares the longest
   token prefix with its prompt (the pipeline puts a session's dialogue first), only the
-  rest is decoded; ``LLMResponse.cached_tokens`` reports the reused count.
+  rest is decoded; ``LLMResponse.cached_tokens`` reports the reused count. When another
+  sequence, busy or idle, caches a longer prefix (a sibling stage of the same session),
+  its KV stream is copied into the slot (``llama_memory_seq_cp``) instead of prefilling.
 * sampling: its own llama.cpp sampler chain (grammar from the request's JSON Schema,
   then greedy at temperature 0, else top-k/top-p/temperature/seeded draw).
 * stop on an end-of-generation token ("stop") or after ``max_tokens`` ("length").
@@ -104,6 +106,8 @@ class LlamaCppLLM:
             seed (base of the per-request sampling seeds at temperature > 0).
         cache_dir: where the embedded GGUF is assembled (see promem_fast.models).
         n_batch: most tokens per ``llama_decode`` (prompt chunks + one per generating slot).
+        min_copy_tokens: copy another sequence's KV stream into the new request's slot when
+            that sequence caches at least this many more prompt tokens than the slot itself.
         verbose: let llama.cpp print its logs to stderr.
 
     Raises:
@@ -114,7 +118,8 @@ class LlamaCppLLM:
 
     name = "llamacpp"
 
-    def __init__(self, cfg, cache_dir=None, n_batch: int = 512, verbose: bool = False, **_: object):
+    def __init__(self, cfg, cache_dir=None, n_batch: int = 512, verbose: bool = False,
+                 min_copy_tokens: int = 64, **_: object):
         llama_cpp, internals, chat_format, grammar_mod, llama_logger = _import_llama_cpp()
         self._lc = llama_cpp
         self._grammar_mod = grammar_mod
@@ -169,6 +174,8 @@ class LlamaCppLLM:
         self._grammar_cache: dict[str, Optional[str]] = {}
         self._grammar_lock = threading.Lock()
         self._slots = [_Slot(seq_id=i) for i in range(self.parallel)]
+        self.min_copy_tokens = int(min_copy_tokens)
+        self.kv_copies = 0  # shared-prefix copies between sequences (for tests and benchmarks)
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._seed_counter = itertools.count()
         self._backlog: list[_Job] = []  # accepted by the worker, waiting for a free slot
@@ -307,6 +314,22 @@ class LlamaCppLLM:
         sampler = self._make_sampler(job)  # first: a failure here leaves the slot untouched
         best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
         reuse = _common_prefix(best.kv_tokens, job.prompt)
+        # Another sequence (busy or idle) may hold a longer prefix of this prompt, e.g. the
+        # same session's dialogue while a sibling stage decodes: copy its KV stream instead
+        # of prefilling again (a memcpy of n_ctx cells vs seconds of prefill on CPU).
+        donor, donor_len = None, reuse
+        for s in self._slots:
+            if s is not best:
+                k = _common_prefix(s.kv_tokens, job.prompt)
+                if k > donor_len:
+                    donor, donor_len = s, k
+        if donor is not None and donor_len - reuse >= self.min_copy_tokens:
+            # Separate KV streams (kv_unified=False) only copy whole streams (p0=p1=-1);
+            # the tail past the shared prefix is removed just below.
+            self._lc.llama_memory_seq_cp(self._mem, donor.seq_id, best.seq_id, -1, -1)
+            best.kv_tokens = list(donor.kv_tokens)
+            reuse = donor_len
+            self.kv_copies += 1
         if reuse >= len(job.prompt):  # need logits of the last prompt token: decode it again
             reuse = len(job.prompt) - 1
         if not self._lc.llama_memory_seq_rm(self._mem, best.seq_id, reuse, -1):
