@@ -17,6 +17,7 @@ import numpy as np
 
 from .backends.base import EmbedBackend, LLMBackend, LLMRequest, LLMResponse, NLIBackend, NLIResult
 from .config import Config
+from .prompts.common import json_fix_message
 from .schema import GraphStats, Session, StageStats
 from .structured import StructuredOutputError, parse_json
 
@@ -95,9 +96,11 @@ class SessionContext:
     ) -> list[Any]:
         """Completions parsed as JSON against each request's ``json_schema``.
 
-        Invalid or truncated outputs are retried (``LLMConfig.json_retries`` times, the
-        retry gets twice the token cap); then :class:`StructuredOutputError` is raised
-        with the stage name, so no partial output becomes memory.
+        Invalid or truncated outputs are retried (``LLMConfig.json_retries`` times): a
+        truncated one with twice the token cap, an invalid one with the rejected answer and
+        the validation error appended to the conversation. Then
+        :class:`StructuredOutputError` is raised with the stage name, so no partial output
+        becomes memory.
         """
         retries = self.config.llm.json_retries if retries is None else retries
         results: list[Any] = [None] * len(requests)
@@ -118,9 +121,19 @@ class SessionContext:
                     e.stage = stage
                     last_err[i] = e
                     still.append(i)
+                    r = reqs[i]
                     if resp.finish_reason == "length":
-                        r = reqs[i]
                         reqs[i] = LLMRequest(r.messages, r.json_schema, r.max_tokens * 2, r.temperature, stage)
+                    else:
+                        # A greedy decoder repeats itself on the same prompt: show it the
+                        # rejected answer and why (appended, so the prompt prefix stays cached).
+                        reqs[i] = LLMRequest(
+                            list(requests[i].messages) + [
+                                {"role": "assistant", "content": resp.text},
+                                {"role": "user", "content": json_fix_message(e)},
+                            ],
+                            r.json_schema, r.max_tokens, r.temperature, stage,
+                        )
             pending = still
         if pending:
             e = last_err[pending[0]]

@@ -354,3 +354,33 @@ def test_failed_first_stage_branch_cancels_its_siblings():
     asyncio.run(main())
     stages = {c.stage for c in svc.llm.calls}
     assert "relations" not in stages and "draft" not in stages, stages
+
+
+class OnceInvalidLLM(ScriptedLLM):
+    """The first call of ``stage`` answers prose instead of JSON; later calls follow the rules."""
+
+    def __init__(self, stage, **kw):
+        super().__init__(**kw)
+        self.bad_stage, self.spent = stage, False
+
+    async def generate(self, requests):
+        out = await super().generate(requests)
+        fixed = []
+        for q, r in zip(requests, out):
+            if q.stage == self.bad_stage and not self.spent:
+                self.spent = True
+                r = LLMResponse("Sure! Here are the facts: none.", r.prompt_tokens, 7, 0, "stop")
+            fixed.append(r)
+        return fixed
+
+
+def test_invalid_json_is_retried_with_the_rejected_answer_and_the_error():
+    svc = make_services()
+    svc.llm = OnceInvalidLLM("draft", rules=promem_rules())
+    g = Extractor(make_config(), svc).extract(make_session())
+    assert event_rows(g) == FULL_EVENTS  # the corrected answer is used, nothing else changes
+    first, second = [c for c in svc.llm.calls if c.stage == "draft"]
+    assert second.messages[: len(first.messages)] == first.messages  # prompt prefix unchanged
+    assert second.messages[-2] == {"role": "assistant", "content": "Sure! Here are the facts: none."}
+    assert second.messages[-1]["role"] == "user" and "could not be used" in second.messages[-1]["content"]
+    assert second.max_tokens == first.max_tokens

@@ -96,6 +96,13 @@ def standalone_messages(instruction: str, context: str = "") -> list[dict[str, s
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
+def json_fix_message(error: Exception) -> str:
+    """Follow-up user turn after an answer that failed JSON parsing or schema validation."""
+    reason = " ".join(str(error).split())[:300]
+    return (f"That answer could not be used: {reason}\n"
+            "Reply again with only the corrected JSON, following the requested format exactly.")
+
+
 def id_list(ids: Sequence[str]) -> str:
     """Turn ids as the prompts print them: ``D1:3, D1:5``."""
     return ", ".join(ids)
