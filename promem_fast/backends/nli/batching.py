@@ -392,6 +392,9 @@ class OrtRunner:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             opts.intra_op_num_threads = int(threads)
+        # Idle ORT threads would spin on the cores the in-process LLM decodes on; sleeping
+        # costs a little latency per call and keeps llama.cpp's threads running.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if provider == "cpu":
             providers: list = ["CPUExecutionProvider"]
         elif provider == "cuda":
