@@ -139,6 +139,24 @@ def test_shared_prefix_is_copied_between_sequences(llm):
     assert "lemon" in r5.text.lower() and "peach" in r9.text.lower(), (r5.text, r9.text)
 
 
+def test_requests_arriving_together_prefill_their_shared_prefix_once(llm):
+    """Neither prompt is cached yet: the second waits until the first slot has prefilled
+    the shared part, then copies it (one prefill of the shared dialogue, not two)."""
+    colours = ["red", "blue", "green", "black", "white", "pink", "grey", "gold", "brown",
+               "orange", "purple", "silver", "violet", "cyan", "amber", "ivory"]
+    shared = "Dialogue:\n" + "\n".join(f"Turn {i}: Bob painted a {c} fence." for i, c in enumerate(colours, 1))
+    ask = "\nWhich colour was the fence Bob painted in turn {}? Reply with the colour only."
+    before = llm.kv_copies
+    r2, r4 = _run(llm.generate([
+        LLMRequest(messages=_user(shared + ask.format(2)), max_tokens=4),
+        LLMRequest(messages=_user(shared + ask.format(4)), max_tokens=4),
+    ]))
+    assert llm.kv_copies == before + 1
+    assert r2.cached_tokens < 0.2 * r2.prompt_tokens  # the first one prefilled it
+    assert r4.cached_tokens > 0.8 * r4.prompt_tokens, (r4.cached_tokens, r4.prompt_tokens)
+    assert "blue" in r2.text.lower() and "black" in r4.text.lower(), (r2.text, r4.text)
+
+
 def test_batch_results_in_input_order(llm):
     words = ["apple", "banana", "cherry"]
     reqs = [

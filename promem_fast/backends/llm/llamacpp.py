@@ -13,6 +13,8 @@ Per slot:
   rest is decoded; ``LLMResponse.cached_tokens`` reports the reused count. When another
   sequence, busy or idle, caches a longer prefix (a sibling stage of the same session),
   its KV stream is copied into the slot (``llama_memory_seq_cp``) instead of prefilling.
+  A request whose prefix another slot is still prefilling waits for it (later requests in
+  the queue go ahead), so sibling requests that arrive together prefill it once.
 * sampling: its own llama.cpp sampler chain (grammar from the request's JSON Schema,
   then greedy at temperature 0, else top-k/top-p/temperature/seeded draw).
 * stop on an end-of-generation token ("stop") or after ``max_tokens`` ("length").
@@ -37,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 from ..base import LLMRequest, LLMResponse
 
 log = logging.getLogger(__name__)
@@ -58,11 +62,15 @@ def _import_llama_cpp():
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token lists (numpy: prompts run to
+    thousands of tokens and this runs for every waiting request at every step)."""
     n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    if n == 0:
+        return 0
+    x = np.asarray(a[:n], dtype=np.int64)
+    y = np.asarray(b[:n], dtype=np.int64)
+    diff = np.flatnonzero(x != y)
+    return int(diff[0]) if diff.size else n
 
 
 @dataclass
@@ -309,6 +317,20 @@ class LlamaCppLLM:
             self._lc.llama_sampler_free(slot.sampler)
             slot.sampler = None
 
+    def _wait_for_prefix(self, job: _Job) -> bool:
+        """True while a sequence is still prefilling a prompt that shares at least
+        ``min_copy_tokens`` more tokens with ``job``'s prompt than any KV cache holds now:
+        sibling requests that arrive together (one session's stages) then prefill their
+        shared dialogue once and copy it, instead of each prefilling it in its own slot."""
+        best_future = 0
+        for s in self._slots:
+            if s.job is not None and s.pending:
+                best_future = max(best_future, _common_prefix(s.job.prompt, job.prompt))
+        if best_future < self.min_copy_tokens:
+            return False
+        have = max(_common_prefix(s.kv_tokens, job.prompt) for s in self._slots)
+        return best_future - have >= self.min_copy_tokens
+
     def _assign(self, job: _Job, free: list[_Slot]) -> _Slot:
         """Put ``job`` on the free slot with the longest cached prefix of its prompt."""
         sampler = self._make_sampler(job)  # first: a failure here leaves the slot untouched
@@ -442,8 +464,13 @@ class LlamaCppLLM:
                     self._release(s)
             backlog[:] = [j for j in backlog if not j.future.cancelled()]
             free = [s for s in self._slots if s.job is None]
-            while backlog and free:
-                job = backlog.pop(0)
+            i = 0
+            while i < len(backlog) and free:
+                job = backlog[i]
+                if self._wait_for_prefix(job):  # later requests may still start
+                    i += 1
+                    continue
+                backlog.pop(i)
                 try:
                     slot = self._assign(job, free)
                 except Exception as e:  # e.g. sampler creation failed: fail this request only
