@@ -47,6 +47,22 @@ class BatchPolicy:
     max_inflight: Optional[int] = None
 
 
+def _policy_batcher(fn: Callable[[list[Any]], Any], policy: BatchPolicy, *, cost: Callable[[Any], int],
+                    name: str) -> MicroBatcher:
+    """A :class:`MicroBatcher` over ``fn`` with ``policy``'s limits, ``cost`` per item and
+    ``split_on_error=True`` (a failing merged batch is retried per session: session isolation)."""
+    return MicroBatcher(
+        fn,
+        max_batch=policy.max_batch,
+        max_tokens=policy.max_tokens,
+        cost=cost,
+        max_wait_ms=policy.max_wait_ms,
+        max_inflight=policy.max_inflight,
+        split_on_error=True,
+        name=name,
+    )
+
+
 class BatchedLLM:
     """LLMBackend whose ``generate`` merges requests of concurrent sessions.
 
@@ -60,15 +76,8 @@ class BatchedLLM:
         self.inner = inner
         self.name = inner.name
         self.model_name = getattr(inner, "model_name", inner.name)
-        self.batcher: MicroBatcher[LLMRequest, LLMResponse] = MicroBatcher(
-            inner.generate,
-            max_batch=policy.max_batch,
-            max_tokens=policy.max_tokens,
-            cost=request_tokens,
-            max_wait_ms=policy.max_wait_ms,
-            max_inflight=policy.max_inflight,
-            split_on_error=True,
-            name=f"llm:{self.name}",
+        self.batcher: MicroBatcher[LLMRequest, LLMResponse] = _policy_batcher(
+            inner.generate, policy, cost=request_tokens, name=f"llm:{self.name}"
         )
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
@@ -89,14 +98,9 @@ class BatchedNLI:
         self.inner = inner
         self.name = inner.name
         self.model_name = getattr(inner, "model_name", inner.name)
-        self.batcher: MicroBatcher[tuple[str, str], NLIResult] = MicroBatcher(
-            inner.classify,
-            max_batch=policy.max_batch,
-            max_tokens=policy.max_tokens,
+        self.batcher: MicroBatcher[tuple[str, str], NLIResult] = _policy_batcher(
+            inner.classify, policy,
             cost=lambda pair: approx_tokens(pair[0]) + approx_tokens(pair[1]),
-            max_wait_ms=policy.max_wait_ms,
-            max_inflight=policy.max_inflight,
-            split_on_error=True,
             name=f"nli:{self.name}",
         )
         if hasattr(inner, "classify_with_usage"):
@@ -127,15 +131,8 @@ class BatchedEmbed:
             mat = await inner.encode(texts)
             return list(np.asarray(mat, dtype=np.float32))
 
-        self.batcher: MicroBatcher[str, np.ndarray] = MicroBatcher(
-            _encode_rows,
-            max_batch=policy.max_batch,
-            max_tokens=policy.max_tokens,
-            cost=approx_tokens,
-            max_wait_ms=policy.max_wait_ms,
-            max_inflight=policy.max_inflight,
-            split_on_error=True,
-            name=f"embed:{self.name}",
+        self.batcher: MicroBatcher[str, np.ndarray] = _policy_batcher(
+            _encode_rows, policy, cost=approx_tokens, name=f"embed:{self.name}"
         )
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -181,14 +178,9 @@ class BatchedXref:
                     out.append(e)
             return out
 
-        self.batcher: MicroBatcher = MicroBatcher(
-            _run,
-            max_batch=policy.max_batch,
-            max_tokens=policy.max_tokens,
+        self.batcher: MicroBatcher = _policy_batcher(
+            _run, policy,
             cost=lambda p: int(np.asarray(p[0]).shape[0]) * max(1, int(np.asarray(p[1]).shape[0])),
-            max_wait_ms=policy.max_wait_ms,
-            max_inflight=policy.max_inflight,
-            split_on_error=True,
             name="xref",
         )
 

@@ -39,15 +39,12 @@ from .harness import (
     ExtractedSession,
     answer_timed,
     dialogue_text,
-    extract_sessions,
     gather_limited,
     graph_entries,
-    header_lines,
     mean,
-    models_label,
-    qa_services,
+    start_qa_run,
 )
-from .judges import QAItem, make_judge
+from .judges import QAItem
 from .metrics import extraction_f1, memory_accuracy, memory_integrity, qa_rates
 
 logger = logging.getLogger(__name__)
@@ -168,18 +165,10 @@ async def evaluate_halumem(sessions: Sequence[Session], config: Config, services
     Returns (results dict, markdown section). Writes one HaluMem output file per variant.
     """
     sessions = _cap_questions(sessions, opts.max_questions)
-    svc = qa_services(services)
-    judge_kw = {"top_k": opts.judge_top_k} if opts.judge == "llm" else {"lo": opts.nli_lo, "hi": opts.nli_hi}
-    judge = make_judge(opts.judge, svc, **judge_kw)
-    top_k = opts.top_k or config.pipeline.top_k
-    results: dict[str, Any] = {"benchmark": "halumem", "judge": opts.judge, "judge_is_proxy": judge.proxy,
-                               "top_k": top_k, "variants": {}}
+    run = start_qa_run("halumem", config, services, opts)
+    svc, judge, top_k, results = run.svc, run.judge, run.top_k, run.results
     rows = []
-    models: dict[str, str] = {}
-    for v in opts.variants:
-        failed_before = judge.stats.failed.copy()
-        extracted = await extract_sessions(sessions, config, services, v, opts.concurrency)
-        models = models or models_label(extracted, services, config, judge)
+    async for v, extracted, failed_before in run.extract_variants(sessions, config, services, opts):
         by_user: dict[str, list[int]] = defaultdict(list)
         for i, e in enumerate(extracted):
             by_user[str(e.session.metadata.get("uuid"))].append(i)
@@ -208,9 +197,7 @@ async def evaluate_halumem(sessions: Sequence[Session], config: Config, services
         agg["per_session"] = records
         results["variants"][v] = agg
         rows.append({"label": f"{VARIANT_LABELS.get(v, v)} ({v})", **agg})
-    results["models"] = models
-    results["judge_stats"] = judge.stats.as_dict()
-    md = header_lines("HaluMem", models, judge.proxy)
+    md = run.report_head("HaluMem")
     md.append(format_table(rows, TABLE_COLUMNS))
     md.append("")
     md.append("Mem. Int. = recall of gold memory points scored 2 (interference points excluded); "

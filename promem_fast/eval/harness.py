@@ -14,9 +14,10 @@ import json
 import logging
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, AsyncIterator, Optional, Sequence
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from ..context import Services
 from ..qa import QAResult, answer, memory_units, retrieve
 from ..schema import MemoryGraph, Session
 from .ablation import variant_config
-from .judges import CachedEmbed
+from .judges import CachedEmbed, make_judge
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +135,62 @@ def qa_services(services: Services) -> Services:
     """Services for QA and judging: same backends, embeddings memoised."""
     embed = services.embed if isinstance(services.embed, CachedEmbed) else CachedEmbed(services.embed)
     return Services(llm=services.llm, nli=services.nli, embed=embed, xref=services.xref)
+
+
+@dataclass
+class QARun:
+    """What every benchmark runner sets up before its variants (see :func:`start_qa_run`).
+
+    svc: :func:`qa_services` of the runner's services. judge: the ``opts.judge`` judge
+    (:func:`~.judges.make_judge`). top_k: memory units retrieved per question.
+    results: the results dict, head filled in, ``"variants"`` empty.
+    models: report model labels (:func:`models_label`), set by the first extracted variant.
+    """
+
+    svc: Services
+    judge: Any
+    top_k: int
+    results: dict[str, Any]
+    models: dict[str, str] = field(default_factory=dict)
+
+    async def extract_variants(self, sessions: Sequence[Session], config: Config, services: Services,
+                               opts: EvalOptions) -> AsyncIterator[tuple[str, list[ExtractedSession], Counter]]:
+        """For each variant of ``opts.variants``, in order: ``(variant, extracted sessions
+        (:func:`extract_sessions`), the judge's failure counts before this variant)``, so the
+        caller reports the variant's own judge failures as ``judge.stats.failed - before``."""
+        for v in opts.variants:
+            failed_before = self.judge.stats.failed.copy()
+            t0 = time.perf_counter()
+            logger.info("variant %s: extracting %d session(s)", v, len(sessions))
+            extracted = await extract_sessions(sessions, config, services, v, opts.concurrency)
+            logger.info("variant %s: extracted in %.1f s; answering and judging", v, time.perf_counter() - t0)
+            self.models = self.models or models_label(extracted, services, config, self.judge)
+            yield v, extracted, failed_before
+
+    def report_head(self, title: str) -> list[str]:
+        """Record the model labels and the judge's stats in ``results``; return the report
+        heading lines (:func:`header_lines`)."""
+        self.results["models"] = self.models
+        self.results["judge_stats"] = self.judge.stats.as_dict()
+        return header_lines(title, self.models, self.judge.proxy)
+
+
+def start_qa_run(benchmark: str, config: Config, services: Services, opts: EvalOptions,
+                 **extra: Any) -> QARun:
+    """QA services, judge and top-k of one benchmark run, and its results head.
+
+    The judge gets ``opts.judge_top_k`` (``llm``) or the cosine thresholds ``opts.nli_lo`` /
+    ``opts.nli_hi`` (``nli``); top-k is ``opts.top_k``, else ``config.pipeline.top_k``.
+    ``results`` is ``{"benchmark", "judge", "judge_is_proxy", "top_k", **extra, "variants": {}}``
+    in that key order. Raises what :func:`~.judges.make_judge` raises for an unknown judge.
+    """
+    svc = qa_services(services)
+    judge_kw = {"top_k": opts.judge_top_k} if opts.judge == "llm" else {"lo": opts.nli_lo, "hi": opts.nli_hi}
+    judge = make_judge(opts.judge, svc, **judge_kw)
+    top_k = opts.top_k or config.pipeline.top_k
+    results: dict[str, Any] = {"benchmark": benchmark, "judge": opts.judge, "judge_is_proxy": judge.proxy,
+                               "top_k": top_k, **extra, "variants": {}}
+    return QARun(svc, judge, top_k, results)
 
 
 @dataclass

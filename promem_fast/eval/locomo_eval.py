@@ -35,15 +35,12 @@ from .ablation import VARIANT_LABELS, fmt_int, fmt_sec, format_table, pct
 from .harness import (
     EvalOptions,
     answer_timed,
-    extract_sessions,
     gather_limited,
     graph_entries,
-    header_lines,
     mean,
-    models_label,
-    qa_services,
+    start_qa_run,
 )
-from .judges import QAItem, make_judge
+from .judges import QAItem
 from .metrics import locomo_qa_score, memory_integrity
 
 logger = logging.getLogger(__name__)
@@ -119,19 +116,11 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
     questions = {sid: select_questions(raw[sid].get("qa") or [], selected=selected, adversarial=opts.adversarial,
                                        max_questions=opts.max_questions) for sid in wanted}
     all_sessions = [s for sid in wanted for s in by_sample[sid]]
-    svc = qa_services(services)
-    judge_kw = {"top_k": opts.judge_top_k} if opts.judge == "llm" else {"lo": opts.nli_lo, "hi": opts.nli_hi}
-    judge = make_judge(opts.judge, svc, **judge_kw)
-    top_k = opts.top_k or config.pipeline.top_k
     cats = [1, 2, 3, 4] + ([5] if opts.adversarial else [])
-    results: dict[str, Any] = {"benchmark": "locomo", "judge": opts.judge, "judge_is_proxy": judge.proxy,
-                               "top_k": top_k, "samples": wanted, "categories": cats, "variants": {}}
+    run = start_qa_run("locomo", config, services, opts, samples=wanted, categories=cats)
+    svc, judge, top_k, results = run.svc, run.judge, run.top_k, run.results
     rows = []
-    models: dict[str, str] = {}
-    for v in opts.variants:
-        failed_before = judge.stats.failed.copy()
-        extracted = await extract_sessions(all_sessions, config, services, v, opts.concurrency)
-        models = models or models_label(extracted, services, config, judge)
+    async for v, extracted, failed_before in run.extract_variants(all_sessions, config, services, opts):
         ex_by_sample: dict[str, list] = defaultdict(list)
         for e in extracted:
             ex_by_sample[e.session.metadata["sample_id"]].append(e)
@@ -196,15 +185,13 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
         agg["per_point"] = points
         results["variants"][v] = agg
         rows.append({"label": f"{VARIANT_LABELS.get(v, v)} ({v})", **agg})
-    results["models"] = models
-    results["judge_stats"] = judge.stats.as_dict()
     f1_cols = [("Method", "label", str), ("Mem. Int.", "integrity", pct)]
     f1_cols += [(f"F1 cat {c}", f"f1_{_cat_key(c)}", pct) for c in cats]
     f1_cols += [("F1 (1-4)", "f1", pct), ("Tokens / session", "tokens_per_session", fmt_int),
                 ("Seconds / session", "seconds_per_session", fmt_sec)]
     j_cols = [("Method", "label", str)] + [(f"Judge cat {c}", f"judge_{_cat_key(c)}", pct) for c in cats]
     j_cols += [("Judge (1-4)", "judge_accuracy", pct)]
-    md = header_lines("LoCoMo", models, judge.proxy)
+    md = run.report_head("LoCoMo")
     md += ["Token-level F1 by question category (LoCoMo scorer):", "", format_table(rows, f1_cols), "",
            "Judge accuracy by category (category 5: LoCoMo's no-information rule):", "", format_table(rows, j_cols), ""]
     for v in opts.variants:

@@ -106,6 +106,16 @@ def _wrap_like(res: XrefResult, like) -> XrefResult:
     return res
 
 
+def _prepare(a, b, impl: str | None):
+    """(a, b, impl) ready for dispatch: non-torch inputs as numpy arrays (torch tensors kept
+    on their device), and ``impl`` or, when None, :func:`choose`'s pick for their size."""
+    if not _is_torch(a):
+        a = np.asarray(a)
+    if not _is_torch(b):
+        b = np.asarray(b)
+    return a, b, impl or choose(a, b)
+
+
 def cross_reference(a, b, tau: float, *, impl: str | None = None) -> XrefResult:
     """Row-wise max cosine similarity of a against b, by the best implementation here.
 
@@ -123,11 +133,7 @@ def cross_reference(a, b, tau: float, *, impl: str | None = None) -> XrefResult:
     Raises:
         ValueError: not 2-D, d differs, or unknown impl.
     """
-    if not _is_torch(a):
-        a = np.asarray(a)
-    if not _is_torch(b):
-        b = np.asarray(b)
-    impl = impl or choose(a, b)
+    a, b, impl = _prepare(a, b, impl)
     if impl == "triton":
         from .xref_triton import cross_reference_triton
 
@@ -159,11 +165,7 @@ def cross_reference_batched(a, a_offsets, b, b_offsets, tau: float, *, impl: str
     Raises:
         ValueError: bad shapes or offsets, or unknown impl.
     """
-    if not _is_torch(a):
-        a = np.asarray(a)
-    if not _is_torch(b):
-        b = np.asarray(b)
-    impl = impl or choose(a, b)
+    a, b, impl = _prepare(a, b, impl)
     if impl == "triton":
         from .xref_triton import cross_reference_batched_triton
 

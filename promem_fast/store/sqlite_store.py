@@ -26,10 +26,11 @@ import os
 import sqlite3
 import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -313,6 +314,23 @@ class SQLiteStore:
             (user_id,),
         )
         return int(self._conn.execute("SELECT version FROM users WHERE user_id=?", (user_id,)).fetchone()[0])
+
+    @contextmanager
+    def _write_txn(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction on the store connection, yielded.
+
+        COMMIT when the block ends normally, ROLLBACK (then re-raise) on any exception.
+        The caller holds ``self._lock``; the connection is in autocommit mode
+        (``isolation_level=None``), so the transaction boundaries are explicit here.
+        """
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            yield c
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
 
     # ------------------------------------------------------------------ reads
     def get(self, entry_id: str) -> Optional[Entry]:
@@ -644,9 +662,7 @@ class SQLiteStore:
         """
         now = utcnow()
         with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 cur = self.user_version(user_id)
                 if expected_version is not None and cur != expected_version:
                     raise VersionConflict(f"user version {cur} != planned {expected_version}")
@@ -709,10 +725,6 @@ class SQLiteStore:
                          json.dumps(s.get("metadata", {})), now),
                     )
                 version = self._bump(user_id)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._apply_to_index(user_id, plan, version)
             return version
 
@@ -761,19 +773,13 @@ class SQLiteStore:
                 return None
             now = utcnow()
             emb = np.ascontiguousarray(embedding, dtype=np.float32).reshape(-1)
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 self._check_dim(int(emb.shape[0]))
                 c.execute("UPDATE entries SET text=?, text_key=?, subject=?, embedding=?, updated_at=? WHERE id=?",
                           (text, text_key(text), subject, emb.tobytes(), now, entry_id))
                 self._history_row(e.user_id, {"memory_id": entry_id, "old_memory": e.text, "new_memory": text,
                                               "event": "UPDATE", "detail": {"actor": "api"}}, now)
                 self._bump(e.user_id)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._indices.pop(e.user_id, None)
             if self.path is not None:
                 self.rebuild_index(e.user_id)
@@ -788,17 +794,11 @@ class SQLiteStore:
             if e is None:
                 return None
             now = utcnow()
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 c.execute("UPDATE entries SET status=?, updated_at=? WHERE id=?", (status, now, entry_id))
                 self._history_row(e.user_id, {"memory_id": entry_id, "old_memory": e.text, "new_memory": e.text,
                                               "event": status.upper(), "detail": {"from": e.status}}, now)
                 self._bump(e.user_id)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._indices.pop(e.user_id, None)
             return self.get(entry_id)
 
@@ -809,19 +809,13 @@ class SQLiteStore:
             if e is None:
                 return False
             now = utcnow()
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 c.execute("DELETE FROM entries WHERE id=?", (entry_id,))
                 c.execute("DELETE FROM provenance WHERE entry_id=?", (entry_id,))
                 c.execute("DELETE FROM relations WHERE source_id=? OR target_id=?", (entry_id, entry_id))
                 self._history_row(e.user_id, {"memory_id": entry_id, "old_memory": e.text, "new_memory": None,
                                               "event": "DELETE"}, now)
                 self._bump(e.user_id)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._indices.pop(e.user_id, None)
             if self.path is not None:
                 self.rebuild_index(e.user_id)
@@ -830,17 +824,11 @@ class SQLiteStore:
     def delete_user(self, user_id: str) -> int:
         """Remove every row of ``user_id`` (history too) and the index files; returns entries removed."""
         with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 n = c.execute("DELETE FROM entries WHERE user_id=?", (user_id,)).rowcount
                 for t in ("provenance", "relations", "sessions", "history"):
                     c.execute(f"DELETE FROM {t} WHERE user_id=?", (user_id,))
                 self._bump(user_id)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._indices.pop(user_id, None)
             self._unflushed.pop(user_id, None)
             if self.path is not None:
@@ -852,17 +840,11 @@ class SQLiteStore:
         """Remove every user's data and index files (Mem0 ``reset``)."""
         with self._lock:
             users = [r[0] for r in self._conn.execute("SELECT user_id FROM users")]
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write_txn() as c:
                 for t in ("entries", "provenance", "relations", "sessions", "history", "meta"):
                     c.execute(f"DELETE FROM {t}")
                 # keep version counters monotonic so stale in-memory indices elsewhere are detected
                 c.execute("UPDATE users SET version = version + 1")
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
             self._indices.clear()
             self._unflushed.clear()
             if self.path is not None:
