@@ -269,7 +269,9 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--judge", choices=["llm", "nli"], default="llm")
     ev.add_argument("--samples", help="LoCoMo sample ids, comma separated")
     ev.add_argument("--adversarial", action="store_true", help="LoCoMo: include category 5")
-    ev.add_argument("--max-questions", type=int, help="cap questions per session/sample")
+    ev.add_argument("--max-questions", type=_positive, help="cap questions per session/sample")
+    ev.add_argument("--update-top-k", type=_positive, default=None,
+                    help="HaluMem: memories retrieved per update memory point (default 10)")
     _add_input_args(ev)
     _add_pipeline_args(ev)
     _add_model_args(ev)

@@ -28,6 +28,7 @@ from promem_fast.eval.metrics import (
     proxy_match,
     qa_rates,
     token_f1,
+    update_rates,
 )
 from promem_fast.schema import Session, Turn
 
@@ -124,6 +125,18 @@ def test_qa_rates():
     assert q.accuracy_valid + q.hallucination_rate_valid + q.omission_rate_valid == pytest.approx(1.0)
 
 
+def test_update_rates():
+    u = update_rates(["Correct", "other", "Omission", " hallucination", None, "Partly"])
+    assert (u.n, u.n_valid) == (6, 4)
+    assert (u.n_correct, u.n_hallucination, u.n_omission, u.n_other) == (1, 1, 1, 1)
+    assert u.accuracy == pytest.approx(1 / 6) and u.other_rate == pytest.approx(1 / 6)
+    assert u.accuracy_valid == pytest.approx(0.25)
+    assert (u.accuracy_valid + u.hallucination_rate_valid + u.omission_rate_valid + u.other_rate_valid
+            == pytest.approx(1.0))
+    assert math.isnan(update_rates([]).accuracy)
+    assert update_rates(["Correct", "Correct"]).as_dict()["accuracy"] == 1.0
+
+
 def test_proxy_match():
     e1, e2 = np.eye(2, dtype=np.float32)
     gold = np.stack([e1 * 3, (e1 + e2) / np.sqrt(2), e2]).astype(np.float32)  # cos to e1: 1, .707, 0
@@ -189,6 +202,22 @@ def test_writer_handmade_roundtrip(tmp_path):
 def test_writer_rejects_mismatched_answers(tmp_path):
     with pytest.raises(ValueError, match="0 answers for 1 questions"):
         write_halumem_output([HaluMemSessionResult(_handmade_session(), [], 1.0)], tmp_path)
+    with pytest.raises(ValueError, match="memories_from_system index 2 outside memory_points"):
+        write_halumem_output([HaluMemSessionResult(_handmade_session(), [], 1.0, [HaluMemAnswer("x", 1.0)],
+                                                   {2: ["m"]})], tmp_path)
+
+
+def test_writer_update_search_duration(tmp_path):
+    r = HaluMemSessionResult(_handmade_session(), ["m"], 1.0, [HaluMemAnswer("Miami", 1.0)],
+                             {1: ["Sarah lives in Miami"]}, {1: 2.5})
+    path = write_halumem_output([r], tmp_path)
+    assert validate_halumem_output(path) == 1
+    p0, p1 = json.loads(path.read_text())["sessions"][0]["memory_points"]
+    assert p1["search_duration_ms"] == 2.5 and p1["memories_from_system"] == ["Sarah lives in Miami"]
+    assert "search_duration_ms" not in p0
+    r.update_search_duration_ms = {5: 1.0}
+    with pytest.raises(ValueError, match="update_search_duration_ms index 5"):
+        write_halumem_output([r], tmp_path)
 
 
 def test_validator_names_line_and_field(tmp_path):

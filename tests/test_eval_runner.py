@@ -210,11 +210,164 @@ def test_halumem_eval_through_cli_exact(tmp_path, monkeypatch, capsys):
     rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| Method") and "---" not in ln]
     assert len(rows) == 2
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
-    assert cells[0][:7] == ["ProMem (Full) (promem)", "50.00", "100.00", "100.00", "0.00", "0.00", str(tok_pro)]
-    assert cells[1][:7] == ["One-off Extract (one-off)", "0.00", "66.67", "50.00", "50.00", "0.00", str(tok_one)]
-    assert re.fullmatch(r"\d+\.\d\d", cells[0][7])
-    assert "Mem. Int. | Mem. Acc. | QA Acc. | QA Halu. | QA Om." in md
+    # no update memory point in this input: the update columns are empty ("-")
+    assert cells[0][:10] == ["ProMem (Full) (promem)", "50.00", "100.00", "100.00", "0.00", "0.00",
+                             "-", "-", "-", str(tok_pro)]
+    assert cells[1][:10] == ["One-off Extract (one-off)", "0.00", "66.67", "50.00", "50.00", "0.00",
+                             "-", "-", "-", str(tok_one)]
+    assert re.fullmatch(r"\d+\.\d\d", cells[0][10])
+    assert "Mem. Int. | Mem. Acc. | QA Acc. | QA Halu. | QA Om. | Upd. Acc. | Upd. Halu. | Upd. Om." in md
+    assert pro["memory_update"]["n"] == 0 and pro["update_accuracy"] is None  # NaN -> null in results.json
     assert "LLM: scripted | NLI: fake-nli | Embedding: keyword | Judge: llm (scripted)" in md
+
+
+# ------------------------------------------------------------------ HaluMem memory update
+
+TS2 = "May 15, 2023, 10:00:00"
+DIALOGUE2 = [
+    ("user", "I left Acme; I am an engineer at Initech now."),
+    ("assistant", "Great news!"),
+    ("user", "I sold my bike."),
+    ("user", "Max started puppy training."),
+]
+# one-off facts per session (keyed on a word of the session's dialogue); keyword cosines to the
+# update queries below are distinct at the top-2 boundary, so the retrieved lists are exact
+UPD_FACTS_S1 = [{"fact": "Alice has a puppy named Max.", "turns": ["t1"]},
+                {"fact": "Alice works at Acme as a data engineer.", "turns": ["t6"]},
+                {"fact": "Alice bought a bike for the commute.", "turns": ["t8"]}]
+UPD_FACTS_S2 = [{"fact": "Alice is now an engineer at Initech.", "turns": ["t1"]},
+                {"fact": "Alice sold her bike.", "turns": ["t3"]},
+                {"fact": "Max started puppy training.", "turns": ["t4"]}]
+
+
+def _update_point(text, originals):
+    return {**_point(text, 1.0), "is_update": "True", "original_memories": originals}
+
+
+def write_halumem_update(path: Path) -> Path:
+    d1 = [{"role": r, "content": c, "timestamp": TS, "dialogue_turn": i} for i, (r, c) in enumerate(DIALOGUE, 1)]
+    d2 = [{"role": r, "content": c, "timestamp": TS2, "dialogue_turn": i} for i, (r, c) in enumerate(DIALOGUE2, 1)]
+    s1 = {"start_time": TS, "end_time": TS, "dialogue": d1, "memory_points": [
+        _point("Alice adopted a puppy named Max", 1.0, "system", "Event Memory"),
+        _point("Alice works at Acme as a data engineer", 0.5)]}
+    s2 = {"start_time": TS2, "end_time": TS2, "dialogue": d2, "memory_points": [
+        _update_point("Alice is an engineer at Initech", ["Alice works at Acme as a data engineer"]),  # 0
+        _point("Max started puppy training", 1.0),  # 1: not an update
+        _update_point("Max now goes to puppy training", ["Max goes to the park"]),  # 2
+        _update_point("Alice sold her bike", []),  # 3: update without original memories -> integrity
+        _update_point("Alice bought a new bike for the commute", ["Alice bought a bike"]),  # 4
+    ]}
+    rec = {"uuid": "u-2", "persona_info": "Name: Alice; Age: 30;", "sessions": [s1, s2]}
+    path.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    return path
+
+
+UPDATE_LABELS = {"Alice is an engineer at Initech": "Correct", "Max now goes to puppy training": "Omission",
+                 "Alice bought a new bike for the commute": "not sure"}  # the last one unusable -> None
+
+
+def update_judge_rule(req) -> str:
+    text = req.messages[-1]["content"]
+    lab = UPDATE_LABELS[_section(text, "UPDATED MEMORY:\n", "\n\nSYSTEM MEMORIES")]
+    return json.dumps({"evaluation_result": lab}) if lab != "not sure" else lab
+
+
+def test_halumem_memory_update_exact(tmp_path):
+    data = write_halumem_update(tmp_path / "upd.jsonl")
+    llm = ScriptedLLM(rules={
+        "oneoff": lambda req: json.dumps(UPD_FACTS_S2 if "Initech" in req.messages[-1]["content"] else UPD_FACTS_S1),
+        "judge_integrity": integrity_rule, "judge_accuracy": accuracy_rule, "judge_update": update_judge_rule})
+    svc = Services(llm=llm, nli=FakeNLI(default="neutral"), embed=KeywordEmbedder())
+    res = runner.run_eval("halumem", data, tmp_path / "o", make_config(), services=svc,
+                          options=EvalOptions(variants=["one-off"], update_top_k=2))
+    assert res["update_top_k"] == 2
+    a = res["variants"]["one-off"]
+    initech, acme = "[2023-05-15] Alice is now an engineer at Initech.", "[2023-05-08] Alice works at Acme as a data engineer."
+    training, puppy = "[2023-05-15] Max started puppy training.", "[2023-05-08] Alice has a puppy named Max."
+    commute, sold = "[2023-05-08] Alice bought a bike for the commute.", "[2023-05-15] Alice sold her bike."
+
+    # the output file: memories_from_system (top-2 of sessions 1..2, best first) on the three
+    # update points with original memories only
+    f = tmp_path / "o" / "promem_fast-one-off" / "promem_fast_eval_results.jsonl"
+    assert validate_halumem_output(f) == 1
+    s1, s2 = json.loads(f.read_text())["sessions"]
+    assert all("memories_from_system" not in p for p in s1["memory_points"])
+    got = {i: p.get("memories_from_system") for i, p in enumerate(s2["memory_points"])}
+    assert got == {0: [initech, acme], 1: None, 2: [training, puppy], 3: None, 4: [commute, sold]}
+    assert [("search_duration_ms" in p) for p in s2["memory_points"]] == [True, False, True, False, True]
+    assert all(p["search_duration_ms"] >= 0 for p in s2["memory_points"] if "search_duration_ms" in p)
+    assert s2["extracted_memories"] == [initech, sold, training]
+
+    # update-judged points are out of integrity; the update point without originals stays in
+    (r1, r2) = a["per_session"]
+    assert [p["memory_content"] for p in r2["points"]] == ["Max started puppy training", "Alice sold her bike"]
+    assert [p["score"] for p in r1["points"] + r2["points"]] == [1, 2, 2, 2]  # "adopted" not in s1's memories
+    assert a["memory_integrity"]["n"] == 4 and a["integrity"] == pytest.approx(0.75)
+    assert [(u["index"], u["memories_from_system"], u["label"]) for u in r2["update_points"]] == [
+        (0, [initech, acme], "Correct"), (2, [training, puppy], "Omission"), (4, [commute, sold], None)]
+    assert r1["update_points"] == []
+
+    # the update judge saw the retrieved memories and the original memories
+    prompts = [c.messages[-1]["content"] for c in llm.calls if c.stage == "judge_update"]
+    assert len(prompts) == 4  # 3 points + 1 retry of the unusable output
+    assert f"OLD MEMORIES:\nAlice works at Acme as a data engineer\n\nUPDATED MEMORY:\nAlice is an engineer at Initech" \
+           f"\n\nSYSTEM MEMORIES:\n{initech}\n{acme}\n\n" in prompts[0]
+
+    # rates over the 3 update points: 1 Correct, 1 Omission, 1 unusable
+    mu = a["memory_update"]
+    assert (mu["n"], mu["n_valid"], mu["n_correct"], mu["n_omission"], mu["n_hallucination"]) == (3, 2, 1, 1, 0)
+    assert a["update_accuracy"] == pytest.approx(1 / 3) and a["update_omission"] == pytest.approx(1 / 3)
+    assert a["update_hallucination"] == 0.0
+    assert mu["accuracy_valid"] == pytest.approx(0.5)
+    assert a["judge_failed"] == {"update": 1}
+    row = next(ln for ln in (tmp_path / "o" / "report.md").read_text().splitlines() if ln.startswith("| One-off"))
+    assert [c.strip() for c in row.strip("|").split("|")][6:9] == ["33.33", "0.00", "33.33"]
+
+    # a larger top-k returns every memory unit (6) and no more
+    res2 = runner.run_eval("halumem", data, tmp_path / "o2", make_config(), services=svc,
+                           options=EvalOptions(variants=["one-off"]))
+    ups = res2["variants"]["one-off"]["per_session"][1]["update_points"]
+    assert res2["update_top_k"] == 10
+    assert [len(u["memories_from_system"]) for u in ups] == [6, 6, 6]
+    assert [u["memories_from_system"][:2] for u in ups] == [[initech, acme], [training, puppy], [commute, sold]]
+
+
+def test_update_top_k_option_and_nli_update_rule():
+    import argparse
+    import asyncio
+
+    from promem_fast.eval.judges import NLIJudge, UpdateItem, scripted_eval_respond
+
+    cfg = make_config()
+    assert runner.options_from_args(argparse.Namespace(update_top_k=3), cfg).update_top_k == 3
+    assert runner.options_from_args(argparse.Namespace(), cfg).update_top_k == 10
+
+    upd, acme = "Alice works at Globex", "Alice works at Acme as a data engineer"
+    nli = FakeNLI({("Initech", "Alice is an engineer at Initech"): "entailment",
+                   ("Acme", upd): "contradiction", ("Umbrella", upd): "contradiction",
+                   ("Acme", acme): "entailment"}, default="neutral")
+    judge = NLIJudge(nli, KeywordEmbedder())
+    items = [
+        UpdateItem("Alice is an engineer at Initech", [acme], ["Alice works at Acme.", "Alice is at Initech."]),
+        UpdateItem(upd, [acme], ["Alice works at Acme."]),  # only the old value: omission
+        UpdateItem(upd, [acme], ["Alice works at Umbrella."]),  # a third value: hallucination
+        UpdateItem(upd, [acme], ["Alice has a puppy."]),  # nothing relevant: omission
+    ]
+    assert asyncio.run(judge.update(items)) == ["Correct", "Omission", "Hallucination", "Omission"]
+    # second NLI pass only for the contradicting memories of items not already Correct
+    assert nli.pairs[-2:] == [("Alice works at Acme.", acme), ("Alice works at Umbrella.", acme)]
+    assert judge.stats.asked["update"] == 4
+
+    from promem_fast.backends.base import LLMRequest
+    from promem_fast.eval import judge_prompts as jp
+
+    def ask(mems):
+        req = LLMRequest(messages=[{"role": "user", "content": jp.update_prompt(mems, "Alice bought a bike", "x")}],
+                         stage="judge_update")
+        return json.loads(scripted_eval_respond(req))["evaluation_result"]
+
+    assert ask("Alice bought a red bike.") == "Correct"
+    assert ask("Alice owns a car.") == "Omission"
 
 
 def test_halumem_nli_proxy_judge_exact(tmp_path):

@@ -15,7 +15,12 @@ commit 6574e50): ``eval/evaluation.py`` (``process_user`` and ``main``) reads
   "Persona Memory", "Relationship Memory"), ``is_update`` (the *string* "True"/"False"),
   ``original_memories``, and ``memories_from_system`` (list of str): an update point
   (``is_update == "True"``) goes to the memory-update judge only when
-  ``memories_from_system`` is non-empty, else it is judged for integrity;
+  ``memories_from_system`` is non-empty, else it is judged for integrity. The reference
+  writer fills it after each session for every point with ``is_update == "True"`` and
+  non-empty ``original_memories``: the top-10 memories retrieved with the point's
+  ``memory_content`` as query; :mod:`.halumem_eval` does the same
+  (:attr:`HaluMemSessionResult.memories_from_system`) and also records that retrieval's
+  time as the point's ``search_duration_ms`` (an extra key; HaluMem ignores it);
 * question: ``question``, ``answer``, ``evidence[].memory_content``,
   ``system_response`` and ``search_duration_ms`` (summed for timing).
 
@@ -56,6 +61,7 @@ _MEMORY_POINT = {
         "importance": {"type": "number", "minimum": 0},
         "original_memories": {"type": "array", "items": {"type": "string"}},
         "memories_from_system": {"type": "array", "items": {"type": "string"}},
+        "search_duration_ms": {"type": "number", "minimum": 0},
     },
 }
 _TURN = {
@@ -131,8 +137,10 @@ class HaluMemSessionResult:
 
     ``session`` must come from :func:`promem_fast.io.load_halumem` (its metadata holds
     ``uuid``, ``memory_points``, ``questions``). ``memories_from_system`` maps the index of
-    an update memory point (in ``metadata["memory_points"]``) to the memories the
-    system retrieved for it.
+    an update memory point (in ``metadata["memory_points"]``) to the memory texts the
+    system retrieved for it (top-k, best first); ``update_search_duration_ms`` maps the
+    same index to that retrieval's wall time in ms (written as the point's
+    ``search_duration_ms``). An index outside ``memory_points`` raises ValueError on write.
     """
 
     session: Session
@@ -140,6 +148,7 @@ class HaluMemSessionResult:
     add_dialogue_duration_ms: float
     answers: list[HaluMemAnswer] = field(default_factory=list)
     memories_from_system: dict[int, list[str]] = field(default_factory=dict)
+    update_search_duration_ms: dict[int, float] = field(default_factory=dict)
 
 
 _TURN_NO_RE = re.compile(r"^t(\d+)(?:_\d+)?$")
@@ -172,6 +181,10 @@ def _session_record(r: HaluMemSessionResult) -> dict:
         if not 0 <= idx < len(points):
             raise ValueError(f"session {s.session_id!r}: memories_from_system index {idx} outside memory_points")
         points[idx]["memories_from_system"] = [str(x) for x in mems]
+    for idx, ms in r.update_search_duration_ms.items():
+        if not 0 <= idx < len(points):
+            raise ValueError(f"session {s.session_id!r}: update_search_duration_ms index {idx} outside memory_points")
+        points[idx]["search_duration_ms"] = float(ms)
     questions = md.get("questions") or []
     if len(r.answers) != len(questions):
         raise ValueError(
@@ -228,8 +241,10 @@ def write_halumem_output(
     validate: bool = True,
 ) -> Path:
     """Write the HaluMem results file (overwrites), grouping session results by user uuid
-    in first-seen order. Update memory points without ``memories_from_system`` are
-    judged for integrity by HaluMem (logged at INFO). Returns the file path.
+    in first-seen order. Update memory points (``is_update == "True"``, non-empty
+    ``original_memories``) left without ``memories_from_system`` (e.g. nothing was
+    retrieved: the memory was empty) are judged for integrity by HaluMem (their count is
+    logged at INFO). Returns the file path.
     """
     groups: dict[str, list[HaluMemSessionResult]] = {}
     for r in results:

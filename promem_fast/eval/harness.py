@@ -41,6 +41,8 @@ class EvalOptions:
     sessions: session selection (``"1-3"``); LongMemEval: positions in each haystack.
     top_k: memory units retrieved per question (None = ``config.pipeline.top_k``, 20).
     judge_top_k: extracted memories shown to the LLM judge per gold point.
+    update_top_k: HaluMem memory update: memories retrieved per update memory point
+    (HaluMem's reference writer uses 10).
     nli_lo / nli_hi: cosine thresholds of the proxy judge.
     """
 
@@ -53,6 +55,7 @@ class EvalOptions:
     user_speaker: Optional[str] = None
     top_k: Optional[int] = None
     judge_top_k: int = 10
+    update_top_k: int = 10
     nli_lo: float = 0.6
     nli_hi: float = 0.8
     concurrency: int = 1

@@ -8,7 +8,10 @@ Both answer three questions, each item independently:
 * ``accuracy(entries, ...)``: is each extracted memory entry supported by the dialogue, and is
   its subject among the gold memories? -> (0/1/2 or None, included_in_gold flag);
 * ``qa(items)``: is each answer ``Correct`` / ``Hallucination`` / ``Omission`` given the gold
-  answer? -> label or None.
+  answer? -> label or None;
+* ``update(items)``: HaluMem's memory-update task: do the memories the system retrieved for an
+  updated memory point (``memories_from_system``) state the updated fact? -> ``Correct`` /
+  ``Hallucination`` / ``Omission`` / ``Other`` or None.
 
 The LLM judge retrieves, per gold point, the top-k extracted memories by embedding cosine
 before prompting (keeps prompts short), asks for JSON against the schemas of
@@ -37,7 +40,7 @@ from .metrics import normalize_answer, proxy_match, token_f1
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CachedEmbed", "JudgeStats", "LLMJudge", "NLIJudge", "QAItem", "make_judge", "proxy_qa_label",
+    "CachedEmbed", "JudgeStats", "LLMJudge", "NLIJudge", "QAItem", "UpdateItem", "make_judge", "proxy_qa_label",
     "scripted_eval_respond", "declines",
 ]
 
@@ -117,6 +120,23 @@ class QAItem:
     gold: Any
     evidence: str
     response: str
+
+
+@dataclass
+class UpdateItem:
+    """One HaluMem update memory point to judge (``is_update == "True"``).
+
+    memory: the point's ``memory_content`` (the updated fact); original_memories: its
+    ``original_memories`` (the earlier versions); memories_from_system: the memory texts
+    the system retrieved with ``memory`` as query (top-k, best first).
+    """
+
+    memory: str
+    original_memories: list[str]
+    memories_from_system: list[str]
+
+
+UPDATE_LABELS = ("Correct", "Hallucination", "Omission", "Other")
 
 
 async def _top_k(embed: Any, queries: Sequence[str], corpus: Sequence[str], k: int) -> list[list[int]]:
@@ -222,6 +242,17 @@ class LLMJudge:
         objs = await self._ask("qa", prompts, jp.QA_SCHEMA)
         return [jp.read_label(o) for o in objs]
 
+    async def update(self, items: Sequence[UpdateItem]) -> list[Optional[str]]:
+        """``Correct`` / ``Hallucination`` / ``Omission`` / ``Other`` (or None) per update
+        point, from :func:`~.judge_prompts.update_prompt` (memories joined by newlines, as
+        HaluMem's ``evaluation_for_update_memory`` receives them)."""
+        if not items:
+            return []
+        prompts = [jp.update_prompt("\n".join(it.memories_from_system) or "(none)", it.memory,
+                                    "\n".join(it.original_memories) or "(none)") for it in items]
+        objs = await self._ask("update", prompts, jp.UPDATE_SCHEMA)
+        return [jp.read_label(o, UPDATE_LABELS) for o in objs]
+
 
 class NLIJudge:
     """Offline proxy judge from the NLI and embedding services (no judging LLM prompt).
@@ -234,7 +265,15 @@ class NLIJudge:
       none), hypothesis = the entry (``hypotheses[i]`` when given: the harness passes the
       entry without its date prefix): entailment -> 2, neutral -> 1, contradiction -> 0;
       included_in_gold = best cosine to a gold point >= lo;
-    * QA: :func:`proxy_qa_label` (token F1 / containment against the gold answer).
+    * QA: :func:`proxy_qa_label` (token F1 / containment against the gold answer);
+    * update: NLI with premise = each retrieved memory alone, hypothesis = the updated
+      memory. ``Correct`` if some retrieved memory entails it; else ``Hallucination`` if some
+      retrieved memory contradicts it *and* entails none of the point's original memories
+      (it states a third value); else ``Omission`` (only the old version, or nothing
+      relevant, was retrieved). Mirrors the LLM rubric of
+      :func:`~.judge_prompts.update_prompt`; never ``Other``. A retrieved memory that
+      contradicts the update but restates the old value is the omission case, not a
+      hallucination, as in HaluMem's rubric.
 
     Thresholds: defaults lo = 0.6 (the MiniLM cosine PEERS.md counts as "recalled"),
     hi = 0.8 (near-paraphrase); both are heuristics of this proxy, not HaluMem's.
@@ -298,6 +337,32 @@ class NLIJudge:
         self.stats.asked["qa"] += len(items)
         return [proxy_qa_label(it.response, it.gold, f1_threshold=self.qa_f1) for it in items]
 
+    async def update(self, items: Sequence[UpdateItem]) -> list[Optional[str]]:
+        """Proxy update label per item (rule in the class docstring); two batched NLI calls:
+        (memory, updated memory) for every retrieved memory, then (memory, original memory)
+        for the contradicting ones only."""
+        items = list(items)
+        if not items:
+            return []
+        self.stats.asked["update"] += len(items)
+        pairs = [(i, m) for i, it in enumerate(items) for m in it.memories_from_system]
+        res = await self.nli.classify([(m, items[i].memory) for i, m in pairs])
+        entailed: set[int] = set()
+        contra: list[tuple[int, str]] = []
+        for (i, m), r in zip(pairs, res):
+            if r.label == "entailment":
+                entailed.add(i)
+            elif r.label == "contradiction":
+                contra.append((i, m))
+        contra = [(i, m) for i, m in contra if i not in entailed]
+        # which contradicting memories are the old version (they entail an original memory)
+        old_pairs = [(i, m, o) for i, m in contra for o in items[i].original_memories]
+        old_res = await self.nli.classify([(m, o) for _, m, o in old_pairs]) if old_pairs else []
+        restates_old = {(i, m) for (i, m, _), r in zip(old_pairs, old_res) if r.label == "entailment"}
+        halluc = {i for i, m in contra if (i, m) not in restates_old}
+        return ["Correct" if i in entailed else "Hallucination" if i in halluc else "Omission"
+                for i in range(len(items))]
+
 
 def make_judge(kind: str, services: Any, **kw: Any) -> Any:
     """``"llm"`` -> :class:`LLMJudge` on ``services.llm``; ``"nli"`` -> :class:`NLIJudge` on
@@ -337,6 +402,8 @@ def scripted_eval_respond(req: LLMRequest) -> str:
     of the reference's words found in the system memories (all -> 2, >= half -> 1, else 0).
     Accuracy: 2, included when a word is shared with the reference memories. QA: Correct when
     every gold-answer word is in the answer, Omission when it declines, else Hallucination.
+    Update: Correct when every word of the updated memory is in the system memories, else
+    Omission.
     """
     import json
 
@@ -354,6 +421,10 @@ def scripted_eval_respond(req: LLMRequest) -> str:
         cand = _words(_section(text, "CANDIDATE MEMORY:\n", "\n\nReply"))
         gold = _words(_section(text, "REFERENCE MEMORIES:\n", "\n\nCANDIDATE"))
         return json.dumps({"accuracy_score": 2, "is_included_in_golden_memories": "true" if cand & gold else "false"})
+    if req.stage == "judge_update":
+        upd = _words(_section(text, "UPDATED MEMORY:\n", "\n\nSYSTEM MEMORIES"))
+        have = _words(_section(text, "SYSTEM MEMORIES:\n", "\n\nReply"))
+        return json.dumps({"evaluation_result": "Correct" if upd and upd <= have else "Omission"})
     if req.stage == "judge_qa":
         gold = _words(_section(text, "REFERENCE ANSWER: ", "\n"))
         ans = _section(text, "SYSTEM ANSWER: ", "\n\nReply")

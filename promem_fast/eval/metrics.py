@@ -20,7 +20,11 @@ HaluMem (IAAR-Shanghai/HaluMem ``eval/evaluation.py``, ``aggregate_eval_results`
 * :func:`memory_accuracy`: precision over extracted memory entries scored 0/1/2;
 * :func:`extraction_f1`: harmonic mean of recall and precision;
 * :func:`qa_rates`: accuracy, hallucination rate and omission rate from per-question
-  labels ``correct`` | ``hallucination`` | ``omission``.
+  labels ``correct`` | ``hallucination`` | ``omission``;
+* :func:`update_rates`: the memory-update task's correct (update accuracy),
+  hallucination, omission and other rates from per-update-point labels
+  ``correct`` | ``hallucination`` | ``omission`` | ``other`` (HaluMem's
+  ``memory_update`` block: ``correct_update_memory_ratio(all|valid)``, ...).
 
 Offline proxy judge: :func:`proxy_match` scores gold memory points 0/1/2 from cosine
 similarity of embeddings (a stand-in for the LLM judge when none is available).
@@ -48,9 +52,9 @@ from ..kernels.reference import cross_reference_numpy
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "AccuracyScores", "IntegrityScores", "QAScores", "exact_match", "extraction_f1",
+    "AccuracyScores", "IntegrityScores", "QAScores", "UpdateScores", "exact_match", "extraction_f1",
     "locomo_qa_score", "memory_accuracy", "memory_integrity", "multi_answer_f1",
-    "normalize_answer", "proxy_match", "qa_rates", "token_f1",
+    "normalize_answer", "proxy_match", "qa_rates", "token_f1", "update_rates",
 ]
 
 # ----------------------------------------------------------------------------- LoCoMo QA
@@ -342,6 +346,62 @@ def qa_rates(labels: Sequence[Optional[str]]) -> QAScores:
         hallucination_rate_valid=_div(counts["hallucination"], v),
         omission_rate_valid=_div(counts["omission"], v),
         n=n, n_valid=v,
+    )
+
+
+@dataclass(frozen=True)
+class UpdateScores:
+    """Memory-update outcome shares over update memory points (HaluMem ``memory_update``).
+
+    accuracy: share judged ``Correct`` (HaluMem ``correct_update_memory_ratio``), i.e.
+    the retrieved memories state the updated fact; hallucination_rate / omission_rate /
+    other_rate: shares judged ``Hallucination`` / ``Omission`` / ``Other``. The plain
+    fields divide by every update point (invalid labels count in the denominator only,
+    HaluMem "(all)"); ``*_valid`` by the valid labels. ``n_correct`` ... ``n_other`` are
+    the label counts. Ratios with an empty denominator are NaN.
+    """
+
+    accuracy: float
+    hallucination_rate: float
+    omission_rate: float
+    other_rate: float
+    accuracy_valid: float
+    hallucination_rate_valid: float
+    omission_rate_valid: float
+    other_rate_valid: float
+    n: int
+    n_valid: int
+    n_correct: int
+    n_hallucination: int
+    n_omission: int
+    n_other: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+_UPDATE_LABELS = ("correct", "hallucination", "omission", "other")
+
+
+def update_rates(labels: Sequence[Optional[str]]) -> UpdateScores:
+    """Memory-update rates from per-update-point judge labels.
+
+    Labels are matched case-insensitively against ``correct``, ``hallucination``,
+    ``omission``, ``other`` (HaluMem's update judge writes "Correct", ...); anything else
+    (or None: judge output unusable) is invalid, as in HaluMem ``aggregate_eval_results``.
+    """
+    counts: Counter = Counter()
+    for lab in labels:
+        key = lab.strip().lower() if isinstance(lab, str) else None
+        counts[key if key in _UPDATE_LABELS else "invalid"] += 1
+    n = len(labels)
+    v = n - counts["invalid"]
+    c, h, o, x = (counts[k] for k in _UPDATE_LABELS)
+    return UpdateScores(
+        accuracy=_div(c, n), hallucination_rate=_div(h, n), omission_rate=_div(o, n), other_rate=_div(x, n),
+        accuracy_valid=_div(c, v), hallucination_rate_valid=_div(h, v), omission_rate_valid=_div(o, v),
+        other_rate_valid=_div(x, v),
+        n=n, n_valid=v, n_correct=c, n_hallucination=h, n_omission=o, n_other=x,
     )
 
 

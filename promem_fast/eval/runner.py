@@ -137,7 +137,8 @@ def run_eval(
 
 
 def options_from_args(args: argparse.Namespace, config: Config) -> EvalOptions:
-    """:class:`EvalOptions` from the ``eval`` subcommand's arguments."""
+    """:class:`EvalOptions` from the ``eval`` subcommand's arguments (attributes the parser
+    lacks take the defaults; ``update_top_k`` is read from ``--update-top-k`` when given)."""
     samples = _split(getattr(args, "samples", None))
     if getattr(args, "sample", None):
         samples = list(dict.fromkeys((samples or []) + [args.sample]))
@@ -150,6 +151,7 @@ def options_from_args(args: argparse.Namespace, config: Config) -> EvalOptions:
         sessions=getattr(args, "sessions", None),
         user_speaker=getattr(args, "user_speaker", None),
         concurrency=config.engine.concurrency,
+        **({"update_top_k": args.update_top_k} if getattr(args, "update_top_k", None) else {}),
     )
 
 
