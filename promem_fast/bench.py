@@ -136,6 +136,9 @@ async def run_engine(
     from .engine.scheduler import build_extractor, run_sessions
 
     conc = 1 if engine == "sequential" else concurrency
+    reset = getattr(raw_services.llm, "reset_cache", None)
+    if reset is not None:  # no engine may reuse prompts that the previous run left cached
+        await asyncio.to_thread(reset)
     extractor, wrapped = build_extractor(config, raw_services, engine=engine, concurrency=conc)
     t0 = time.perf_counter()
     results = []

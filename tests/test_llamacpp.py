@@ -210,3 +210,14 @@ def test_single_sequence_mode():
             LLMRequest(messages=_user("Reply with the single word: no"), max_tokens=4),
         ]))
     assert "yes" in resps[0].text.lower() and "no" in resps[1].text.lower()
+
+
+def test_reset_cache_forgets_every_prefix(llm):
+    msgs = _user("Dialogue:\n" + "\n".join(f"Turn {i}: Carol planted {i} trees." for i in range(30)) + "\nSay ok.")
+    _run(llm.generate([LLMRequest(messages=msgs, max_tokens=2)]))
+    (warm,) = _run(llm.generate([LLMRequest(messages=msgs, max_tokens=2)]))
+    assert warm.cached_tokens == warm.prompt_tokens - 1  # all but the last token reused
+    llm.reset_cache()
+    (cold,) = _run(llm.generate([LLMRequest(messages=msgs, max_tokens=2)]))
+    assert cold.cached_tokens == 0
+    assert cold.text == warm.text  # same greedy answer from a clean cache

@@ -187,6 +187,7 @@ class LlamaCppLLM:
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._seed_counter = itertools.count()
         self._backlog: list[_Job] = []  # accepted by the worker, waiting for a free slot
+        self._pending_resets: list[threading.Event] = []
         self._closed = False
         self._worker = threading.Thread(target=self._run, name="llamacpp-decode", daemon=True)
         self._worker.start()
@@ -213,6 +214,21 @@ class LlamaCppLLM:
         for job in jobs:
             self._queue.put(job)
         return list(await asyncio.gather(*(j.future for j in jobs)))
+
+    def reset_cache(self, timeout: float = 60.0) -> None:
+        """Forget every cached prefix (all sequences' KV caches), e.g. between benchmark
+        runs so the second run does not reuse the first one's prompts. Waits until no
+        request is decoding; requests queued meanwhile start after the reset.
+
+        Raises:
+            RuntimeError: the backend is closed. TimeoutError: not done within ``timeout`` s.
+        """
+        if self._closed or not self._worker.is_alive():
+            raise RuntimeError("LlamaCppLLM is closed")
+        done = threading.Event()
+        self._queue.put(done)
+        if not done.wait(timeout):
+            raise TimeoutError(f"reset_cache: requests still decoding after {timeout} s")
 
     def close(self) -> None:
         """Stop the worker thread and free the llama.cpp context and model. Idempotent."""
@@ -450,8 +466,17 @@ class LlamaCppLLM:
             for item in items:
                 if item is _STOP:
                     stopping = True
+                elif isinstance(item, threading.Event):  # reset_cache(): runs between requests
+                    self._pending_resets.append(item)
                 else:
                     backlog.append(item)
+            if self._pending_resets and not any(s.job is not None for s in self._slots):
+                self._lc.llama_memory_clear(self._mem, True)
+                for s in self._slots:
+                    s.kv_tokens = []
+                for ev in self._pending_resets:
+                    ev.set()
+                self._pending_resets.clear()
             if stopping:
                 err = RuntimeError("LlamaCppLLM closed while the request was pending")
                 for job in backlog:
@@ -465,7 +490,7 @@ class LlamaCppLLM:
             backlog[:] = [j for j in backlog if not j.future.cancelled()]
             free = [s for s in self._slots if s.job is None]
             i = 0
-            while i < len(backlog) and free:
+            while i < len(backlog) and free and not self._pending_resets:
                 job = backlog[i]
                 if self._wait_for_prefix(job):  # later requests may still start
                     i += 1
