@@ -210,15 +210,16 @@ async def test_concurrency_bound_shared_across_generate_calls():
 
 async def test_failure_cancels_siblings():
     fail = lambda body: 400 if "BOOM" in body["messages"][-1]["content"] else None  # noqa: E731
-    with FakeOpenAIServer(delay_s=1.0, fail_if=fail) as srv:
+    with FakeOpenAIServer(delay_s=5.0, fail_if=fail) as srv:
         llm = OpenAILLM(cfg_for(srv, parallel=4))
         t0 = time.perf_counter()
         with pytest.raises(openai.BadRequestError):
             await llm.generate([LLMRequest(msgs(t)) for t in ("ok 1", "BOOM", "ok 2", "ok 3")])
         wall = time.perf_counter() - t0
         await llm.aclose()
-    assert len(srv.bodies) == 4
-    assert wall < 0.9  # did not wait for the 1 s siblings
+    sent = [b["messages"][-1]["content"] for b in srv.bodies]
+    assert "BOOM" in sent and len(sent) <= 4  # a loaded machine may cancel "ok 3" before it is sent
+    assert wall < 4.0  # raised without waiting for the 5 s siblings
 
 
 async def test_model_resolved_from_models_endpoint(monkeypatch):
