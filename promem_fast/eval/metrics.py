@@ -323,21 +323,23 @@ class QAScores:
 _QA_LABELS = ("correct", "hallucination", "omission")
 
 
+def _label_counts(labels: Sequence[Optional[str]], allowed: Sequence[str]) -> tuple[Counter, int, int]:
+    """(counts of each allowed label, matched case-insensitively; total; valid total).
+    Anything not in ``allowed`` (or None) counts as ``"invalid"``."""
+    counts: Counter = Counter()
+    for lab in labels:
+        key = lab.strip().lower() if isinstance(lab, str) else None
+        counts[key if key in allowed else "invalid"] += 1
+    return counts, len(labels), len(labels) - counts["invalid"]
+
+
 def qa_rates(labels: Sequence[Optional[str]]) -> QAScores:
     """QA accuracy / hallucination / omission rates from per-question judge labels.
 
     Labels are matched case-insensitively against ``correct``, ``hallucination``,
     ``omission`` (HaluMem writes "Correct", ...); anything else (or None) is invalid.
     """
-    counts = Counter()
-    for lab in labels:
-        key = lab.strip().lower() if isinstance(lab, str) else None
-        if key in _QA_LABELS:
-            counts[key] += 1
-        else:
-            counts["invalid"] += 1
-    n = len(labels)
-    v = n - counts["invalid"]
+    counts, n, v = _label_counts(labels, _QA_LABELS)
     return QAScores(
         accuracy=_div(counts["correct"], n),
         hallucination_rate=_div(counts["hallucination"], n),
@@ -390,12 +392,7 @@ def update_rates(labels: Sequence[Optional[str]]) -> UpdateScores:
     ``omission``, ``other`` (HaluMem's update judge writes "Correct", ...); anything else
     (or None: judge output unusable) is invalid, as in HaluMem ``aggregate_eval_results``.
     """
-    counts: Counter = Counter()
-    for lab in labels:
-        key = lab.strip().lower() if isinstance(lab, str) else None
-        counts[key if key in _UPDATE_LABELS else "invalid"] += 1
-    n = len(labels)
-    v = n - counts["invalid"]
+    counts, n, v = _label_counts(labels, _UPDATE_LABELS)
     c, h, o, x = (counts[k] for k in _UPDATE_LABELS)
     return UpdateScores(
         accuracy=_div(c, n), hallucination_rate=_div(h, n), omission_rate=_div(o, n), other_rate=_div(x, n),
