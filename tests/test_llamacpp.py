@@ -88,6 +88,38 @@ def test_json_schema_array_of_objects(llm):
     assert years & {2019, 2021}
 
 
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["alpha", "beta"]}, "n": {"type": "integer"}},
+    "required": ["answer", "n"],
+}
+
+
+def test_lazy_grammar_matches_grammar_on_every_token(llm):
+    """Greedy output with the grammar checked lazily equals filtering every candidate at
+    every token; the prose prompt makes the unconstrained argmax invalid, so the fallback
+    path runs too."""
+    reqs = [
+        LLMRequest(messages=_user("Write a short poem about the sea."), json_schema=ANSWER_SCHEMA,
+                   max_tokens=40),
+        LLMRequest(messages=[{"role": "system", "content": "Extract events as JSON."},
+                             {"role": "user", "content": "Carol won a chess cup in 2015."}],
+                   json_schema=EVENTS_SCHEMA, max_tokens=120),
+    ]
+    before = llm.grammar_fallbacks
+    lazy = _run(llm.generate(reqs))
+    fallbacks = llm.grammar_fallbacks - before
+    llm.lazy_grammar = False
+    try:
+        full = _run(llm.generate(reqs))
+    finally:
+        llm.lazy_grammar = True
+    assert [r.text for r in lazy] == [r.text for r in full]
+    assert 0 < fallbacks < sum(r.completion_tokens for r in lazy)  # both paths ran
+    jsonschema.validate(json.loads(lazy[0].text), ANSWER_SCHEMA)
+    jsonschema.validate(json.loads(lazy[1].text), EVENTS_SCHEMA)
+
+
 def test_unconvertible_schema_falls_back_to_free_text(llm, caplog):
     schema = {"$ref": "https://example.com/remote.json"}  # remote refs are not fetched
     req = LLMRequest(messages=_user('Reply with the JSON {"ok": true} and nothing else.'),
