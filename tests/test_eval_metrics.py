@@ -284,6 +284,24 @@ def test_judge_readers_and_prompts():
     assert jp.read_label({"evaluation_result": "Other"}, ("Correct", "Other")) == "Other"
     p = jp.qa_prompt("Where?", "Miami", "Sarah lives in Miami", "Boston")
     assert "Where?" in p and "Miami" in p and "Boston" in p and "evaluation_result" in p
-    jsonschema.validate({"accuracy_score": "2", "is_included_in_golden_memories": "false"}, jp.ACCURACY_SCHEMA)
+    jsonschema.validate({"evidence": "x", "unsupported": "nothing", "accuracy_score": "2",
+                         "is_included_in_golden_memories": "false"}, jp.ACCURACY_SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"score": 5}, jp.INTEGRITY_SCHEMA)
+        jsonschema.validate({"evidence": "x", "left_out": "nothing", "score": 5}, jp.INTEGRITY_SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # the quote is required, before the score
+        jsonschema.validate({"score": 2}, jp.INTEGRITY_SCHEMA)
+    assert list(jp.INTEGRITY_SCHEMA["properties"])[-1] == "score"
+    assert list(jp.ACCURACY_SCHEMA["properties"])[0] == "evidence"
+
+
+def test_grounded_quote_check():
+    from promem_fast.eval.judges import grounded
+
+    shown = "- Sarah Garcia currently lives in Miami.\n- Sarah likes jazz."
+    assert grounded("Sarah Garcia currently lives in Miami.", shown)
+    assert grounded("sarah garcia lives in miami", shown)  # case, punctuation, a dropped word
+    assert not grounded("Sarah Garcia lives in Boston", "- Sarah likes jazz.\n- Sarah works as a nurse.")
+    assert not grounded("none", shown) and not grounded("", shown) and not grounded(None, shown)
+    # 4 of 5 words present passes at 0.8, fails at 0.9
+    assert grounded("Sarah likes jazz music a lot", "Sarah likes jazz a lot", min_overlap=0.8)
+    assert not grounded("Sarah likes jazz music a lot", "Sarah likes jazz a lot", min_overlap=0.9)

@@ -46,19 +46,21 @@ def _words(text: str) -> set[str]:
 
 def integrity_rule(req) -> str:
     text = req.messages[-1]["content"]
-    ref = _section(text, "REFERENCE MEMORY:\n", "\n\nReply")
+    ref = _section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES")
     if "Paris" in ref:
         return "I cannot tell."  # unusable: recorded as None
     want = _words(ref)
-    have = _words(_section(text, "SYSTEM MEMORIES:\n", "\n\nREFERENCE MEMORY"))
-    frac = len(want & have) / len(want)
-    return json.dumps({"score": 2 if frac == 1 else 1 if frac >= 0.5 else 0, "reason": "scripted"})
+    shown = _section(text, "SYSTEM MEMORIES:\n", "\n\nSteps")
+    frac = len(want & _words(shown)) / len(want)
+    return json.dumps({"evidence": shown, "left_out": "scripted", "score": 2 if frac == 1 else 1 if frac >= 0.5 else 0})
 
 
 def accuracy_rule(req) -> str:
-    cand = _section(req.messages[-1]["content"], "CANDIDATE MEMORY:\n", "\n\nReply")
+    text = req.messages[-1]["content"]
+    cand = _section(text, "CANDIDATE MEMORY:\n", "\n\nSteps")
     score = 0 if "horse" in cand else 1 if "park" in cand else 2
-    return json.dumps({"accuracy_score": str(score), "is_included_in_golden_memories": "false" if "park" in cand else "true"})
+    return json.dumps({"evidence": _section(text, "DIALOGUE:\n", "\n\nREFERENCE"), "unsupported": "scripted",
+                       "accuracy_score": str(score), "is_included_in_golden_memories": "false" if "park" in cand else "true"})
 
 
 def qa_judge_rule(req) -> str:
@@ -636,3 +638,29 @@ def test_failed_session_counts_as_empty_memory(tmp_path):
     assert [p["score"] for p in s2["points"]] == [0]  # the bike point: nothing extracted
     assert validate_halumem_output(tmp_path / "o" / "promem_fast-one-off" / "promem_fast_eval_results.jsonl") == 1
     assert "sk-secret" not in (tmp_path / "o" / "results.json").read_text()
+
+
+def test_llm_judge_zeroes_a_positive_score_with_an_invented_quote():
+    """A judge that quotes text absent from the shown memories / dialogue gets 0, counted as
+    ungrounded; a real quote keeps its score."""
+    import asyncio
+
+    from promem_fast.eval.judges import LLMJudge
+
+    def rule(req):
+        text = req.messages[-1]["content"]
+        if req.stage == "judge_integrity":  # quotes the reference itself, as the 1.5B judge did
+            quote = _section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES")
+            return json.dumps({"evidence": quote, "left_out": "nothing", "score": 2})
+        quote = "Sarah: I moved to Miami" if "Miami" in text.split("CANDIDATE MEMORY:")[1] else "Sarah: I sold my piano"
+        return json.dumps({"evidence": quote, "unsupported": "nothing", "accuracy_score": 2,
+                           "is_included_in_golden_memories": "true"})
+
+    judge = LLMJudge(ScriptedLLM(rules=rule), KeywordEmbedder(), top_k=1)
+    scores = asyncio.run(judge.integrity(["Sarah lives in Boston", "Sarah lives in Miami"],
+                                         ["Sarah lives in Miami"]))
+    assert scores == [0, 2]
+    acc = asyncio.run(judge.accuracy(["Sarah moved to Miami", "Sarah sold a piano"],
+                                     dialogue="Sarah: I moved to Miami last year.", gold_points=["Sarah lives in Miami"]))
+    assert acc == [(2, True), (0, True)]
+    assert judge.stats.ungrounded == {"integrity": 1, "accuracy": 1}

@@ -22,18 +22,26 @@ JUDGE_SYSTEM = (
     "and nothing else."
 )
 
+# Integrity and accuracy ask for a verbatim quote first and the score last: small judges
+# (the embedded 1.5B) otherwise emit the score before any reasoning and score almost
+# everything 0; the quote is checked against the shown text (judges.grounded).
 INTEGRITY_SCHEMA = {
     "type": "object",
-    "required": ["score"],
-    "properties": {"score": {"enum": [0, 1, 2, "0", "1", "2"]}, "reason": {"type": "string"}},
+    "required": ["evidence", "left_out", "score"],
+    "properties": {
+        "evidence": {"type": "string"},
+        "left_out": {"type": "string"},
+        "score": {"enum": [0, 1, 2, "0", "1", "2"]},
+    },
 }
 ACCURACY_SCHEMA = {
     "type": "object",
-    "required": ["accuracy_score", "is_included_in_golden_memories"],
+    "required": ["evidence", "unsupported", "accuracy_score", "is_included_in_golden_memories"],
     "properties": {
+        "evidence": {"type": "string"},
+        "unsupported": {"type": "string"},
         "accuracy_score": {"enum": [0, 1, 2, "0", "1", "2"]},
         "is_included_in_golden_memories": {"enum": [True, False, "true", "false", "True", "False"]},
-        "reason": {"type": "string"},
     },
 }
 QA_SCHEMA = {
@@ -51,38 +59,48 @@ UPDATE_SCHEMA = {
 
 
 def integrity_prompt(extracted_memories: str, gold_memory: str) -> str:
-    """Does the system's memory contain one reference memory point? -> ``{"score": 0|1|2}``."""
+    """Does the system's memory contain one reference memory point?
+    -> ``{"evidence": quote, "left_out": str, "score": 0|1|2}``."""
     return (
-        "A memory system stored the memories listed under SYSTEM MEMORIES. Decide whether they "
-        "contain the information of the REFERENCE MEMORY.\n\n"
-        "Scoring:\n"
-        "2 = every key element of the reference (who, what, when, where, numbers, preferences) is "
-        "stated by one or more system memories, possibly in other words;\n"
-        "1 = some key elements are present but others are missing, vaguer or partly different;\n"
-        "0 = the reference information is absent, or the system memories contradict it.\n\n"
-        f"SYSTEM MEMORIES:\n{extracted_memories}\n\n"
+        "Check whether a memory system remembered one reference memory.\n\n"
         f"REFERENCE MEMORY:\n{gold_memory}\n\n"
-        'Reply as JSON: {"score": 0|1|2, "reason": "<one sentence>"}'
+        f"SYSTEM MEMORIES:\n{extracted_memories}\n\n"
+        "Steps:\n"
+        "1. evidence: copy, word for word, the system memory or memories that state the reference "
+        'memory; write "none" if no system memory is about it.\n'
+        "2. left_out: compare the evidence with the REFERENCE MEMORY only: which of its details "
+        '(who, what, when, where, numbers, preferences) does the evidence leave out? Write "nothing" '
+        "if it leaves out none.\n"
+        '3. score: 2 if left_out is "nothing" (other wording is fine); 1 if the evidence states part '
+        'of the reference memory; 0 if evidence is "none" or contradicts the reference memory.\n\n'
+        'Reply as JSON: {"evidence": "...", "left_out": "...", "score": 0|1|2}'
     )
 
 
 def accuracy_prompt(dialogue: str, gold_memories: str, candidate_memory: str) -> str:
     """Is one extracted memory supported by the dialogue, and is its topic among the gold
-    memories? -> ``{"accuracy_score": 0|1|2, "is_included_in_golden_memories": "true"|"false"}``."""
+    memories? -> ``{"evidence": quote, "unsupported": str, "accuracy_score": 0|1|2,
+    "is_included_in_golden_memories": "true"|"false"}``. The dialogue and reference memories
+    come first, so a session's prompts share that prefix."""
     return (
         "Judge one memory that a memory system extracted from the DIALOGUE below.\n\n"
-        "accuracy_score:\n"
-        "2 = every fact in the memory is stated by or follows directly from the dialogue;\n"
-        "1 = mostly supported, but one detail is unsupported, over-generalised or slightly wrong;\n"
-        "0 = the main claim is unsupported by or contradicts the dialogue.\n\n"
-        "is_included_in_golden_memories: \"true\" if the subjects the memory talks about (the kind of "
-        "fact, e.g. a person's job, a date of an event, a preference) all appear among the REFERENCE "
-        "MEMORIES, whatever the exact values; otherwise \"false\".\n\n"
         f"DIALOGUE:\n{dialogue}\n\n"
         f"REFERENCE MEMORIES:\n{gold_memories}\n\n"
         f"CANDIDATE MEMORY:\n{candidate_memory}\n\n"
-        'Reply as JSON: {"accuracy_score": 0|1|2, "is_included_in_golden_memories": "true"|"false", '
-        '"reason": "<one sentence>"}'
+        "Steps:\n"
+        "1. evidence: copy, word for word, the dialogue line or lines that state the candidate "
+        'memory; write "none" if no line does.\n'
+        "2. unsupported: the parts of the candidate memory that the evidence does not state or "
+        'contradicts; write "nothing" if it states them all (dates worked out from the dialogue\'s '
+        "timestamps count as stated).\n"
+        '3. accuracy_score: 2 if unsupported is "nothing"; 1 if one detail is unsupported, '
+        'over-generalised or slightly wrong; 0 if evidence is "none" or the main claim is '
+        "unsupported or contradicted.\n"
+        '4. is_included_in_golden_memories: "true" if the subjects the memory talks about (the kind '
+        "of fact, e.g. a person's job, a date of an event, a preference) all appear among the "
+        'REFERENCE MEMORIES, whatever the exact values; otherwise "false".\n\n'
+        'Reply as JSON: {"evidence": "...", "unsupported": "...", "accuracy_score": 0|1|2, '
+        '"is_included_in_golden_memories": "true"|"false"}'
     )
 
 

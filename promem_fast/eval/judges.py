@@ -15,7 +15,9 @@ Both answer three questions, each item independently:
 
 The LLM judge retrieves, per gold point, the top-k extracted memories by embedding cosine
 before prompting (keeps prompts short), asks for JSON against the schemas of
-:mod:`.judge_prompts`, parses with the tolerant :func:`~promem_fast.structured.parse_json`,
+:mod:`.judge_prompts` (integrity and accuracy: a verbatim quote first, the score last; a
+positive score whose quote is not found in the shown memories / dialogue, see
+:func:`grounded`, becomes 0 and is counted in ``JudgeStats.ungrounded``), parses with the tolerant :func:`~promem_fast.structured.parse_json`,
 retries an unusable output ``retries`` times and then records None (counted in
 ``JudgeStats.failed``). The proxy judge never calls an LLM for judging (the NLI backend may
 itself be the LLM judge NLI); its numbers are labelled "proxy" wherever reported.
@@ -55,6 +57,28 @@ _DECLINE_RE = re.compile(
 def declines(answer: str) -> bool:
     """True when ``answer`` is empty or declines ("I don't know", "not mentioned", ...)."""
     return not answer.strip() or bool(_DECLINE_RE.search(answer))
+
+
+_NONE_WORDS = {"none", "nothing", "n", "a"}
+_ARTICLES = {"a", "an", "the"}
+
+
+def _quote_words(text: str) -> set[str]:
+    # punctuation splits words ("[7 May 2023]Caroline:" -> 2023, caroline)
+    return set(re.findall(r"\w+", text.lower())) - _ARTICLES
+
+
+def grounded(evidence: Any, source: str, *, min_overlap: float = 0.8) -> bool:
+    """True when ``evidence`` (a judge's quote) is taken from ``source``: at least
+    ``min_overlap`` of its distinct lower-cased words (articles left out) occur in
+    ``source``. False for a non-string, an empty quote or "none"."""
+    if not isinstance(evidence, str):
+        return False
+    words = _quote_words(evidence)
+    if not words or words <= _NONE_WORDS:
+        return False
+    have = _quote_words(source)
+    return len(words & have) / len(words) >= min_overlap
 
 
 def proxy_qa_label(response: str, gold: Any, *, f1_threshold: float = 0.5) -> str:
@@ -103,12 +127,14 @@ class JudgeStats:
 
     asked: Counter = field(default_factory=Counter)
     failed: Counter = field(default_factory=Counter)
+    ungrounded: Counter = field(default_factory=Counter)  # positive scores with an invented quote
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     def as_dict(self) -> dict:
-        return {"asked": dict(self.asked), "failed": dict(self.failed), "llm_calls": self.llm_calls,
+        return {"asked": dict(self.asked), "failed": dict(self.failed), "ungrounded": dict(self.ungrounded),
+                "llm_calls": self.llm_calls,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
@@ -162,13 +188,17 @@ class LLMJudge:
         top_k: memories shown per gold point (default 10).
         retries: extra attempts for an unusable output before recording None.
         max_tokens: completion cap per judgement.
+        min_evidence_overlap: share of a quote's words that must occur in the shown text
+            for a positive integrity / accuracy score to stand (:func:`grounded`).
     """
 
     name = "llm"
     proxy = False
 
-    def __init__(self, llm: Any, embed: Any, *, top_k: int = 10, retries: int = 1, max_tokens: int = 256):
+    def __init__(self, llm: Any, embed: Any, *, top_k: int = 10, retries: int = 1, max_tokens: int = 400,
+                 min_evidence_overlap: float = 0.8):
         self.llm = llm
+        self.min_evidence_overlap = min_evidence_overlap
         self.embed = embed
         self.top_k = top_k
         self.retries = retries
@@ -216,9 +246,17 @@ class LLMJudge:
             self.stats.asked["integrity"] += len(points)
             return [0] * len(points)
         top = await _top_k(self.embed, points, memories, self.top_k)
-        prompts = [jp.integrity_prompt("\n".join(f"- {memories[j]}" for j in idx), p) for p, idx in zip(points, top)]
+        shown = ["\n".join(f"- {memories[j]}" for j in idx) for idx in top]
+        prompts = [jp.integrity_prompt(m, p) for m, p in zip(shown, points)]
         objs = await self._ask("integrity", prompts, jp.INTEGRITY_SCHEMA)
-        return [jp.read_score(o, "score") for o in objs]
+        return [self._check_quote("integrity", jp.read_score(o, "score"), o, m) for o, m in zip(objs, shown)]
+
+    def _check_quote(self, kind: str, score: Optional[int], obj: Any, source: str) -> Optional[int]:
+        """``score``, or 0 when it is positive but the judge's ``evidence`` quote is not in ``source``."""
+        if score and not grounded(obj.get("evidence"), source, min_overlap=self.min_evidence_overlap):
+            self.stats.ungrounded[kind] += 1
+            return 0
+        return score
 
     async def accuracy(
         self, entries: Sequence[str], *, dialogue: str, gold_points: Sequence[str],
@@ -232,7 +270,8 @@ class LLMJudge:
         gold = "\n".join(f"- {g}" for g in gold_points) or "- (none)"
         prompts = [jp.accuracy_prompt(dialogue, gold, e) for e in entries]
         objs = await self._ask("accuracy", prompts, jp.ACCURACY_SCHEMA)
-        return [(jp.read_score(o, "accuracy_score"), jp.read_flag(o, "is_included_in_golden_memories")) for o in objs]
+        return [(self._check_quote("accuracy", jp.read_score(o, "accuracy_score"), o, dialogue),
+                 jp.read_flag(o, "is_included_in_golden_memories")) for o in objs]
 
     async def qa(self, items: Sequence[QAItem]) -> list[Optional[str]]:
         """``Correct`` / ``Hallucination`` / ``Omission`` (or None) per answer."""
@@ -399,8 +438,8 @@ def scripted_eval_respond(req: LLMRequest) -> str:
     :func:`promem_fast.engine.scripted_rules.respond`.
 
     qa: the first retrieved memory line, "I don't know" when there is none. Integrity: share
-    of the reference's words found in the system memories (all -> 2, >= half -> 1, else 0).
-    Accuracy: 2, included when a word is shared with the reference memories. QA: Correct when
+    of the reference's words found in the system memories (all -> 2, >= half -> 1, else 0),
+    quoting all of them. Accuracy: 2 quoting the whole dialogue, included when a word is shared with the reference memories. QA: Correct when
     every gold-answer word is in the answer, Omission when it declines, else Hallucination.
     Update: Correct when every word of the updated memory is in the system memories, else
     Omission.
@@ -413,14 +452,18 @@ def scripted_eval_respond(req: LLMRequest) -> str:
         ans = mems[0] if mems and mems[0] != "(no memories)" else "I don't know"
         return json.dumps({"answer": ans})
     if req.stage == "judge_integrity":
-        ref = _words(_section(text, "REFERENCE MEMORY:\n", "\n\nReply"))
-        have = _words(_section(text, "SYSTEM MEMORIES:\n", "\n\nREFERENCE MEMORY"))
-        frac = len(ref & have) / len(ref) if ref else 0.0
-        return json.dumps({"score": 2 if frac == 1 else 1 if frac >= 0.5 else 0})
+        ref = _words(_section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES"))
+        shown = _section(text, "SYSTEM MEMORIES:\n", "\n\nSteps")
+        frac = len(ref & _words(shown)) / len(ref) if ref else 0.0
+        return json.dumps({"evidence": shown if frac else "none", "left_out": "scripted",
+                           "score": 2 if frac == 1 else 1 if frac >= 0.5 else 0})
     if req.stage == "judge_accuracy":
-        cand = _words(_section(text, "CANDIDATE MEMORY:\n", "\n\nReply"))
+        cand_text = _section(text, "CANDIDATE MEMORY:\n", "\n\nSteps")
+        cand = _words(cand_text)
         gold = _words(_section(text, "REFERENCE MEMORIES:\n", "\n\nCANDIDATE"))
-        return json.dumps({"accuracy_score": 2, "is_included_in_golden_memories": "true" if cand & gold else "false"})
+        dialogue = _section(text, "DIALOGUE:\n", "\n\nREFERENCE MEMORIES")
+        return json.dumps({"evidence": dialogue, "unsupported": "nothing", "accuracy_score": 2,
+                           "is_included_in_golden_memories": "true" if cand & gold else "false"})
     if req.stage == "judge_update":
         upd = _words(_section(text, "UPDATED MEMORY:\n", "\n\nSYSTEM MEMORIES"))
         have = _words(_section(text, "SYSTEM MEMORIES:\n", "\n\nReply"))
