@@ -14,7 +14,9 @@ batches), llm_calls_per_session, prompt_tokens_per_session, completion_tokens_pe
 cached_tokens_per_session (from each MemoryGraph's stats), stage_seconds (mean seconds
 per session per stage), stage_cost_per_session (mean LLM calls, prompt / completion /
 cached-prefix tokens and NLI pairs per session per stage), backend_llm_calls (generate() calls that reached the LLM backend:
-the number the micro-batcher reduces), batcher counters, failed sessions.
+the number the micro-batcher reduces), batcher counters, failed sessions, and for an in-process llama.cpp LLM ``llm_steps`` (its
+decode-loop counters: sequences per generating step, prompt vs generated tokens, seconds in
+``llama_decode``; see ``LlamaCppLLM.step_stats``).
 
 Sequential engine: concurrency 1, every service at batch 1, no wait, one dispatch at a
 time. Batched engine: ``--concurrency`` sessions in flight, EngineConfig batch sizes and
@@ -139,6 +141,9 @@ async def run_engine(
     reset = getattr(raw_services.llm, "reset_cache", None)
     if reset is not None:  # no engine may reuse prompts that the previous run left cached
         await asyncio.to_thread(reset)
+    step_stats = getattr(raw_services.llm, "step_stats", None)
+    if step_stats is not None:
+        raw_services.llm.reset_stats()
     extractor, wrapped = build_extractor(config, raw_services, engine=engine, concurrency=conc)
     t0 = time.perf_counter()
     results = []
@@ -148,7 +153,10 @@ async def run_engine(
                     r.seconds, "" if r.ok else f", failed: {r.error}")
     results.sort(key=lambda r: r.index)
     wall = time.perf_counter() - t0
-    return summarize(engine, results, wall, conc, wrapped), results
+    record = summarize(engine, results, wall, conc, wrapped)
+    if step_stats is not None:  # in-process backend: how full its decode batches were
+        record["llm_steps"] = step_stats()
+    return record, results
 
 
 def build_config(args: argparse.Namespace) -> Config:

@@ -216,6 +216,23 @@ def test_batched_counting_is_correct(llm):
         assert nums[:5] == list(range(k, k + 5)), (k, r.text)
 
 
+def test_step_stats_count_every_decoded_token(llm):
+    """step_stats: prompt tokens decoded = prompt - cached per request; generated tokens fed
+    back = completion tokens (the last one too unless the request stopped on length);
+    two requests on two slots decode side by side at least once."""
+    llm.reset_stats()
+    reqs = [LLMRequest(messages=_user(f"Name {k} colours, comma separated."), max_tokens=12) for k in (3, 4)]
+    resps = _run(llm.generate(reqs))
+    st = llm.step_stats()
+    assert st["prefill_tokens"] == sum(r.prompt_tokens - r.cached_tokens for r in resps)
+    assert st["gen_tokens"] == sum(r.completion_tokens - (r.finish_reason == "length") for r in resps)
+    assert st["gen_batch_hist"].get(2, 0) >= 1 and set(st["gen_batch_hist"]) <= {1, 2}
+    assert st["gen_steps"] == sum(st["gen_batch_hist"].values())
+    assert 1.0 < st["mean_gen_batch"] <= 2.0 and st["decode_s"] > 0
+    llm.reset_stats()
+    assert llm.step_stats()["steps"] == 0
+
+
 def test_concurrent_generate_calls(llm):
     async def main():
         a = llm.generate([LLMRequest(messages=_user("Say the word one."), max_tokens=6)])

@@ -197,6 +197,7 @@ class LlamaCppLLM:
         self.min_copy_tokens = int(min_copy_tokens)
         self.kv_copies = 0  # shared-prefix copies between sequences (for tests and benchmarks)
         self.lazy_grammar = bool(lazy_grammar)
+        self._steps = self._new_step_counts()
         self.grammar_fallbacks = 0  # tokens for which the grammar filtered all candidates
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._seed_counter = itertools.count()
@@ -243,6 +244,30 @@ class LlamaCppLLM:
         self._queue.put(done)
         if not done.wait(timeout):
             raise TimeoutError(f"reset_cache: requests still decoding after {timeout} s")
+
+    @staticmethod
+    def _new_step_counts() -> dict[str, Any]:
+        return {"steps": 0, "gen_steps": 0, "mixed_steps": 0, "gen_tokens": 0, "prefill_tokens": 0,
+                "decode_s": 0.0, "sample_s": 0.0, "gen_batch_hist": {}}
+
+    def step_stats(self) -> dict[str, Any]:
+        """Counters of the decode loop since the last :meth:`reset_stats`, for benchmarks.
+
+        steps: ``llama_decode`` calls; gen_steps: those carrying >= 1 generated token;
+        mixed_steps: those carrying generated and prompt tokens; gen_tokens / prefill_tokens:
+        tokens decoded of each kind; mean_gen_batch: generated tokens per gen_step (how many
+        sequences decode together; ``parallel`` at most); gen_batch_hist: gen_steps by that
+        count; decode_s / sample_s: seconds in ``llama_decode`` / in sampling."""
+        st = dict(self._steps)
+        st["gen_batch_hist"] = dict(sorted(st["gen_batch_hist"].items()))
+        st["decode_s"] = round(st["decode_s"], 3)
+        st["sample_s"] = round(st["sample_s"], 3)
+        st["mean_gen_batch"] = round(st["gen_tokens"] / st["gen_steps"], 3) if st["gen_steps"] else 0.0
+        return st
+
+    def reset_stats(self) -> None:
+        """Zero the :meth:`step_stats` counters."""
+        self._steps = self._new_step_counts()
 
     def close(self) -> None:
         """Stop the worker thread and free the llama.cpp context and model. Idempotent."""
@@ -600,6 +625,7 @@ class LlamaCppLLM:
                 add(s, s.last_token, True)
                 s.last_token = None
                 budget -= 1
+        n_gen = n
         for s in self._slots:
             if s.job is not None and s.pending and budget > 0:
                 chunk, s.pending = s.pending[:budget], s.pending[budget:]
@@ -609,9 +635,21 @@ class LlamaCppLLM:
         if n == 0:
             return
         b.n_tokens = n
+        t0 = time.perf_counter()
         rc = lc.llama_decode(self._ctx.ctx, b)
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc}")
+        t1 = time.perf_counter()
+        st = self._steps
+        st["steps"] += 1
+        st["gen_tokens"] += n_gen
+        st["prefill_tokens"] += n - n_gen
+        st["decode_s"] += t1 - t0
+        if n_gen:
+            st["gen_steps"] += 1
+            st["gen_batch_hist"][n_gen] = st["gen_batch_hist"].get(n_gen, 0) + 1
+            if n > n_gen:
+                st["mixed_steps"] += 1
         for s in self._slots:
             if s.job is None or s.logits_idx < 0:
                 continue
@@ -624,3 +662,4 @@ class LlamaCppLLM:
                 self._finish(s, "length")
             else:
                 s.last_token = tok
+        st["sample_s"] += time.perf_counter() - t1
