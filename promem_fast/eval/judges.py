@@ -255,6 +255,8 @@ class LLMJudge:
         """``score``, or 0 when it is positive but the judge's ``evidence`` quote is not in ``source``."""
         if score and not grounded(obj.get("evidence"), source, min_overlap=self.min_evidence_overlap):
             self.stats.ungrounded[kind] += 1
+            logger.debug("judge_%s: quote not in the shown text, score %s -> 0: %r", kind, score,
+                         str(obj.get("evidence"))[:300])
             return 0
         return score
 
