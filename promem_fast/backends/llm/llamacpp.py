@@ -226,8 +226,7 @@ class LlamaCppLLM:
         loop = asyncio.get_running_loop()
         # Templating, tokenising and schema->grammar conversion are CPU work: off the loop.
         jobs = await asyncio.to_thread(self._prepare, list(requests), loop)
-        for job in jobs:
-            self._queue.put(job)
+        self._queue.put(jobs)  # one item: the worker starts a call's requests in the same step
         return list(await asyncio.gather(*(j.future for j in jobs)))
 
     def reset_cache(self, timeout: float = 60.0) -> None:
@@ -533,8 +532,9 @@ class LlamaCppLLM:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is not _STOP:
-                    self._resolve(item, None, err)
+                if isinstance(item, list):
+                    for job in item:
+                        self._resolve(job, None, err)
             raise
 
     def _loop(self) -> None:
@@ -558,8 +558,8 @@ class LlamaCppLLM:
                     stopping = True
                 elif isinstance(item, threading.Event):  # reset_cache(): runs between requests
                     self._pending_resets.append(item)
-                else:
-                    backlog.append(item)
+                else:  # the jobs of one generate() call
+                    backlog.extend(item)
             if self._pending_resets and not any(s.job is not None for s in self._slots):
                 self._lc.llama_memory_clear(self._mem, True)
                 for s in self._slots:
