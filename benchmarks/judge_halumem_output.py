@@ -8,7 +8,9 @@ points excluded from recall by :func:`promem_fast.eval.metrics.memory_integrity`
 accuracy (every extracted memory against the session's dialogue, lines
 ``[timestamp]role: content``). Update points and QA are not re-judged. Prints one JSON line
 per file: integrity (recall of points scored 2), weighted recall, accuracy (target
-precision), F1, item counts, the judge's ungrounded / unusable counts and seconds.
+precision), F1, item counts, the judge's ungrounded / unusable counts, seconds, and every
+score per session (``per_session``). On the 2-core machine with the embedded judge one
+variant of HaluMem user3 sessions 1-3 (88 points) takes about an hour.
 
 The judge LLM is the configured one (default: the embedded Qwen2.5-Coder-1.5B, 4 sequences);
 ``--llm openai --llm-url URL --llm-model NAME`` points it at a server.
@@ -39,6 +41,7 @@ async def score_file(path: Path, judge) -> dict:
     t0 = time.perf_counter()
     scores, importance, interference, acc_scores, included = [], [], [], [], []
     n_sessions = 0
+    per_session = []
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -50,14 +53,20 @@ async def score_file(path: Path, judge) -> dict:
             n_sessions += 1
             memories = [str(m) for m in s.get("extracted_memories") or []]
             texts = [str(p.get("memory_content", "")) for p in points]
-            scores += await judge.integrity(texts, memories)
+            s_int = await judge.integrity(texts, memories)
+            scores += s_int
             importance += [float(p.get("importance", 1.0) or 1.0) for p in points]
             interference += [p.get("memory_source") == "interference" for p in points]
             gold = [t for t, p in zip(texts, points) if p.get("memory_source") != "interference"]
-            for sc, inc in await judge.accuracy(memories, dialogue=dialogue_lines(s.get("dialogue") or []),
-                                                gold_points=gold):
+            s_acc = await judge.accuracy(memories, dialogue=dialogue_lines(s.get("dialogue") or []),
+                                         gold_points=gold)
+            for sc, inc in s_acc:
                 acc_scores.append(sc)
                 included.append(inc)
+            per_session.append({"user": user.get("uuid"), "session": n_sessions, "integrity_scores": s_int,
+                                "accuracy_scores": [sc for sc, _ in s_acc], "included": [inc for _, inc in s_acc]})
+            logging.getLogger(__name__).info("%s: session %d judged (%d points, %d memories)",
+                                             path.name, n_sessions, len(s_int), len(s_acc))
     integ = memory_integrity(scores, importance=importance, interference=interference)
     acc = memory_accuracy(acc_scores, included_in_gold=included)
     return {
@@ -68,6 +77,7 @@ async def score_file(path: Path, judge) -> dict:
         "integrity_scores": {k: scores.count(k) for k in (0, 1, 2, None)},
         "accuracy_scores": {k: acc_scores.count(k) for k in (0, 1, 2, None)},
         "seconds": round(time.perf_counter() - t0, 1),
+        "per_session": per_session,
     }
 
 
