@@ -36,6 +36,7 @@ def dialogue_lines(dialogue: list) -> str:
 
 
 async def score_file(path: Path, judge) -> dict:
+    from promem_fast.eval.halumem_eval import _importance
     from promem_fast.eval.metrics import extraction_f1, memory_accuracy, memory_integrity
 
     t0 = time.perf_counter()
@@ -46,27 +47,29 @@ async def score_file(path: Path, judge) -> dict:
         if not line.strip():
             continue
         user = json.loads(line)
-        for s in user.get("sessions", []):
-            points = [p for p in s.get("memory_points") or [] if not p.get("memories_from_system")]
-            if not points:  # HaluMem's generated-QA sessions carry no memory points
+        for k, s in enumerate(user.get("sessions", [])):
+            all_points = s.get("memory_points") or []
+            if s.get("is_generated_qa_session") or not all_points:  # nothing to judge
                 continue
+            # update-judged points leave integrity only (as in halumem_eval); gold keeps them
+            points = [p for p in all_points if not p.get("memories_from_system")]
             n_sessions += 1
             memories = [str(m) for m in s.get("extracted_memories") or []]
             texts = [str(p.get("memory_content", "")) for p in points]
             s_int = await judge.integrity(texts, memories)
             scores += s_int
-            importance += [float(p.get("importance", 1.0) or 1.0) for p in points]
+            importance += [_importance(p) for p in points]
             interference += [p.get("memory_source") == "interference" for p in points]
-            gold = [t for t, p in zip(texts, points) if p.get("memory_source") != "interference"]
+            gold = [str(p.get("memory_content", "")) for p in all_points if p.get("memory_source") != "interference"]
             s_acc = await judge.accuracy(memories, dialogue=dialogue_lines(s.get("dialogue") or []),
                                          gold_points=gold)
             for sc, inc in s_acc:
                 acc_scores.append(sc)
                 included.append(inc)
-            per_session.append({"user": user.get("uuid"), "session": n_sessions, "integrity_scores": s_int,
+            per_session.append({"user": user.get("uuid"), "session_index": k, "integrity_scores": s_int,
                                 "accuracy_scores": [sc for sc, _ in s_acc], "included": [inc for _, inc in s_acc]})
             logging.getLogger(__name__).info("%s: session %d judged (%d points, %d memories)",
-                                             path.name, n_sessions, len(s_int), len(s_acc))
+                                             path.name, k, len(s_int), len(s_acc))
     integ = memory_integrity(scores, importance=importance, interference=interference)
     acc = memory_accuracy(acc_scores, included_in_gold=included)
     return {
@@ -95,8 +98,9 @@ async def amain(args) -> None:
     cfg.llm = cfg.llm.model_copy(update=upd)
     cfg.embed = cfg.embed.model_copy(update={"backend": args.embed})
     svc = build_services(cfg)  # --llm scripted: the harness's scripted judge (smoke run)
-    judge = LLMJudge(svc.llm, CachedEmbed(svc.embed), top_k=args.top_k)
+    embed = CachedEmbed(svc.embed)
     for f in args.files:
+        judge = LLMJudge(svc.llm, embed, top_k=args.top_k)  # per file: its own judge stats
         rec = await score_file(Path(f), judge)
         rec.update(judge=f"llm ({getattr(svc.llm, 'model_name', args.llm)})", top_k=args.top_k,
                    judge_stats=judge.stats.as_dict(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -16,8 +16,10 @@ Both answer three questions, each item independently:
 The LLM judge retrieves, per gold point, the top-k extracted memories by embedding cosine
 before prompting (keeps prompts short), asks for JSON against the schemas of
 :mod:`.judge_prompts` (integrity and accuracy: a verbatim quote first, the score last; a
-positive score whose quote is not found in the shown memories / dialogue, see
-:func:`grounded`, becomes 0 and is counted in ``JudgeStats.ungrounded``), parses with the tolerant :func:`~promem_fast.structured.parse_json`,
+positive score whose quote shares under 80 % of its words with the shown memories /
+dialogue, see :func:`grounded`, becomes 0 and is counted in ``JudgeStats.ungrounded``; a
+bag-of-words check: it catches quotes of the reference itself, not a quote that changes one
+value of a long sentence), parses with the tolerant :func:`~promem_fast.structured.parse_json`,
 retries an unusable output ``retries`` times and then records None (counted in
 ``JudgeStats.failed``). The proxy judge never calls an LLM for judging (the NLI backend may
 itself be the LLM judge NLI); its numbers are labelled "proxy" wherever reported.
