@@ -142,8 +142,9 @@ async def run_engine(
     if reset is not None:  # no engine may reuse prompts that the previous run left cached
         await asyncio.to_thread(reset)
     step_stats = getattr(raw_services.llm, "step_stats", None)
-    if step_stats is not None:
-        raw_services.llm.reset_stats()
+    reset_stats = getattr(raw_services.llm, "reset_stats", None)
+    if reset_stats is not None:
+        reset_stats()
     extractor, wrapped = build_extractor(config, raw_services, engine=engine, concurrency=conc)
     t0 = time.perf_counter()
     results = []

@@ -98,7 +98,6 @@ class _Slot:
     pending: list[int] = field(default_factory=list)  # prompt tokens not yet decoded
     sampler: Any = None  # llama_sampler_p of the active job (chain without the grammar)
     grammar: Any = None  # llama_sampler_p of the job's grammar, checked lazily (see _sample)
-    greedy: bool = True
     out: list[int] = field(default_factory=list)
     max_tokens: int = 0
     cached_tokens: int = 0
@@ -256,7 +255,8 @@ class LlamaCppLLM:
         mixed_steps: those carrying generated and prompt tokens; gen_tokens / prefill_tokens:
         tokens decoded of each kind; mean_gen_batch: generated tokens per gen_step (how many
         sequences decode together; ``parallel`` at most); gen_batch_hist: gen_steps by that
-        count; decode_s / sample_s: seconds in ``llama_decode`` / in sampling."""
+        count; decode_s / sample_s: seconds in ``llama_decode`` / in sampling and finishing
+        requests. Read it while no request is decoding (the counters are not locked)."""
         st = dict(self._steps)
         st["gen_batch_hist"] = dict(sorted(st["gen_batch_hist"].items()))
         st["decode_s"] = round(st["decode_s"], 3)
@@ -372,9 +372,10 @@ class LlamaCppLLM:
             return int(lc.llama_sampler_sample(slot.sampler, ctx, slot.logits_idx))
         logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, slot.logits_idx),
                                        shape=(self._n_vocab,))
+        greedy = float(slot.job.request.temperature) <= 0.0  # as in _make_sampler
         tok = -1
         if self.lazy_grammar:
-            if slot.greedy:
+            if greedy:
                 tok = int(logits.argmax())
             else:
                 tok = int(lc.llama_sampler_sample(slot.sampler, ctx, slot.logits_idx))
@@ -391,7 +392,7 @@ class LlamaCppLLM:
             cand["p"] = 0.0
             arr = lc.llama_token_data_array(self._cand_buf, self._n_vocab, -1, False)
             lc.llama_sampler_apply(slot.grammar, ctypes.byref(arr))
-            if slot.greedy:
+            if greedy:
                 tok = int(cand["logit"].argmax())
             else:
                 lc.llama_sampler_apply(slot.sampler, ctypes.byref(arr))
@@ -470,7 +471,6 @@ class LlamaCppLLM:
         best.max_tokens = max(1, min(int(job.request.max_tokens), self.n_ctx_seq - len(job.prompt)))
         best.sampler = sampler
         best.grammar = grammar
-        best.greedy = float(job.request.temperature) <= 0.0
         return best
 
     def _finish(self, slot: _Slot, finish_reason: str) -> None:
