@@ -16,7 +16,11 @@ The judge LLM is the configured one (default: the embedded Qwen2.5-Coder-1.5B, 4
 ``--llm openai --llm-url URL --llm-model NAME`` points it at a server.
 
     python benchmarks/judge_halumem_output.py OUT/promem_fast-promem/promem_fast_eval_results.jsonl \
-        OUT/promem_fast-one-off/promem_fast_eval_results.jsonl
+        OUT/promem_fast-one-off/promem_fast_eval_results.jsonl --verdicts verdicts.jsonl
+
+``--verdicts FILE`` keeps every verdict (the judge's JSON and the text its quote must come
+from), and ``--rescore FILE`` re-applies the quote check as it is now to those verdicts with
+no LLM (seconds instead of an hour), so a change to the check is measured on the same verdicts.
 """
 
 from __future__ import annotations
@@ -35,14 +39,13 @@ def dialogue_lines(dialogue: list) -> str:
                      for t in dialogue if isinstance(t, dict))
 
 
-async def score_file(path: Path, judge) -> dict:
+async def score_file(path: Path, judge, verdicts_out=None) -> dict:
+    """Judge every session of one output file; with ``verdicts_out`` (a text file) also write
+    one JSON line per session with the judge's verdicts (``LLMJudge(keep_verdicts=True)``)."""
     from promem_fast.eval.halumem_eval import _importance
-    from promem_fast.eval.metrics import extraction_f1, memory_accuracy, memory_integrity
 
     t0 = time.perf_counter()
-    scores, importance, interference, acc_scores, included = [], [], [], [], []
-    n_sessions = 0
-    per_session = []
+    sessions = []
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -53,35 +56,73 @@ async def score_file(path: Path, judge) -> dict:
                 continue
             # update-judged points leave integrity only (as in halumem_eval); gold keeps them
             points = [p for p in all_points if not p.get("memories_from_system")]
-            n_sessions += 1
             memories = [str(m) for m in s.get("extracted_memories") or []]
             texts = [str(p.get("memory_content", "")) for p in points]
+            first = len(judge.verdicts) if judge.verdicts is not None else 0
             s_int = await judge.integrity(texts, memories)
-            scores += s_int
-            importance += [_importance(p) for p in points]
-            interference += [p.get("memory_source") == "interference" for p in points]
             gold = [str(p.get("memory_content", "")) for p in all_points if p.get("memory_source") != "interference"]
             s_acc = await judge.accuracy(memories, dialogue=dialogue_lines(s.get("dialogue") or []),
                                          gold_points=gold)
-            for sc, inc in s_acc:
-                acc_scores.append(sc)
-                included.append(inc)
-            per_session.append({"user": user.get("uuid"), "session_index": k, "integrity_scores": s_int,
-                                "accuracy_scores": [sc for sc, _ in s_acc], "included": [inc for _, inc in s_acc]})
+            sess = {"user": user.get("uuid"), "session_index": k, "integrity_scores": s_int,
+                    "importance": [_importance(p) for p in points],
+                    "interference": [p.get("memory_source") == "interference" for p in points],
+                    "accuracy_scores": [sc for sc, _ in s_acc], "included": [inc for _, inc in s_acc]}
+            sessions.append(sess)
+            if verdicts_out is not None:
+                verdicts_out.write(json.dumps({"file": str(path), **sess, "verdicts": judge.verdicts[first:]}) + "\n")
+                verdicts_out.flush()
             logging.getLogger(__name__).info("%s: session %d judged (%d points, %d memories)",
                                              path.name, k, len(s_int), len(s_acc))
-    integ = memory_integrity(scores, importance=importance, interference=interference)
-    acc = memory_accuracy(acc_scores, included_in_gold=included)
+    return {"file": str(path), **aggregate(sessions), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def aggregate(sessions: list[dict]) -> dict:
+    """Integrity / accuracy / F1 over per-session score lists (``score_file``'s records)."""
+    from promem_fast.eval.metrics import extraction_f1, memory_accuracy, memory_integrity
+
+    scores = [x for s in sessions for x in s["integrity_scores"]]
+    acc_scores = [x for s in sessions for x in s["accuracy_scores"]]
+    integ = memory_integrity(scores, importance=[x for s in sessions for x in s["importance"]],
+                             interference=[x for s in sessions for x in s["interference"]])
+    acc = memory_accuracy(acc_scores, included_in_gold=[x for s in sessions for x in s["included"]])
     return {
-        "file": str(path), "sessions": n_sessions,
+        "sessions": len(sessions),
         "integrity": integ.recall, "weighted_recall": integ.weighted_recall,
         "accuracy": acc.target_accuracy, "f1": extraction_f1(integ.recall, acc.target_accuracy),
         "points": len(scores), "memories": len(acc_scores),
         "integrity_scores": {k: scores.count(k) for k in (0, 1, 2, None)},
         "accuracy_scores": {k: acc_scores.count(k) for k in (0, 1, 2, None)},
-        "seconds": round(time.perf_counter() - t0, 1),
-        "per_session": per_session,
+        "per_session": [{k: s[k] for k in ("user", "session_index", "integrity_scores", "accuracy_scores", "included")}
+                        for s in sessions],
     }
+
+
+def rescore(path: Path, min_overlap: float) -> list[dict]:
+    """Re-apply the quote check (:func:`promem_fast.eval.judges.grounded`, as it is now) to
+    verdicts written by ``--verdicts``; no LLM. One record per judged output file."""
+    from promem_fast.eval import judge_prompts as jp
+    from promem_fast.eval.judges import grounded
+
+    by_file: dict[str, list[dict]] = {}
+    ungrounded: dict[str, dict] = {}
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        integ, acc = [], []
+        for v in rec["verdicts"]:
+            out = v["output"]
+            score = jp.read_score(out, "score" if v["kind"] == "integrity" else "accuracy_score")
+            if score and not grounded(out.get("evidence"), v["source"], min_overlap=min_overlap):
+                ungrounded.setdefault(rec["file"], {"integrity": 0, "accuracy": 0})[v["kind"]] += 1
+                score = 0
+            (integ if v["kind"] == "integrity" else acc).append(score)
+        if len(integ) != len(rec["integrity_scores"]) or len(acc) != len(rec["accuracy_scores"]):
+            raise ValueError(f"{path}: session {rec['session_index']} of {rec['file']}: verdict count "
+                             "differs from the scores (file written without keep_verdicts?)")
+        by_file.setdefault(rec["file"], []).append({**rec, "integrity_scores": integ, "accuracy_scores": acc})
+    return [{"file": f, "rescored_from": str(path), **aggregate(sess),
+             "ungrounded": ungrounded.get(f, {"integrity": 0, "accuracy": 0})} for f, sess in by_file.items()]
 
 
 async def amain(args) -> None:
@@ -97,14 +138,22 @@ async def amain(args) -> None:
         upd["model"] = args.llm_model
     cfg.llm = cfg.llm.model_copy(update=upd)
     cfg.embed = cfg.embed.model_copy(update={"backend": args.embed})
+    if args.rescore:
+        for rec in rescore(Path(args.rescore), args.min_overlap):
+            print(json.dumps(rec), flush=True)
+        return
     svc = build_services(cfg)  # --llm scripted: the harness's scripted judge (smoke run)
     embed = CachedEmbed(svc.embed)
+    vout = open(args.verdicts, "a") if args.verdicts else None
     for f in args.files:
-        judge = LLMJudge(svc.llm, embed, top_k=args.top_k)  # per file: its own judge stats
-        rec = await score_file(Path(f), judge)
+        judge = LLMJudge(svc.llm, embed, top_k=args.top_k, min_evidence_overlap=args.min_overlap,
+                         keep_verdicts=vout is not None)  # per file: its own judge stats
+        rec = await score_file(Path(f), judge, vout)
         rec.update(judge=f"llm ({getattr(svc.llm, 'model_name', args.llm)})", top_k=args.top_k,
                    judge_stats=judge.stats.as_dict(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         print(json.dumps(rec), flush=True)
+    if vout is not None:
+        vout.close()
     close = getattr(svc.llm, "close", None)
     if close:
         close()
@@ -112,7 +161,11 @@ async def amain(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="+")
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--verdicts", help="append each session's judge verdicts (JSON lines) to this file")
+    ap.add_argument("--rescore", metavar="VERDICTS",
+                    help="no LLM: re-apply the current quote check to a --verdicts file and print the scores")
+    ap.add_argument("--min-overlap", type=float, default=0.8, help="quote check threshold (judges.grounded)")
     ap.add_argument("--llm", default="llamacpp")
     ap.add_argument("--llm-url")
     ap.add_argument("--llm-model")
@@ -121,6 +174,8 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=10, help="memories shown per memory point")
     ap.add_argument("-v", "--verbose", action="store_true", help="log each judge quote not found in the shown text")
     args = ap.parse_args()
+    if not args.files and not args.rescore:
+        ap.error("give output files to judge, or --rescore VERDICTS")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.verbose:
         logging.getLogger("promem_fast.eval.judges").setLevel(logging.DEBUG)

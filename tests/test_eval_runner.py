@@ -664,3 +664,61 @@ def test_llm_judge_zeroes_a_positive_score_with_an_invented_quote():
                                      dialogue="Sarah: I moved to Miami last year.", gold_points=["Sarah lives in Miami"]))
     assert acc == [(2, True), (0, True)]
     assert judge.stats.ungrounded == {"integrity": 1, "accuracy": 1}
+
+
+def test_judge_halumem_output_verdicts_rescore(tmp_path):
+    """benchmarks/judge_halumem_output.py: the verdicts it keeps re-score to the same numbers
+    with no LLM, and a stricter quote check applied offline zeroes the altered quote."""
+    import asyncio
+    import importlib.util
+
+    from promem_fast.eval.judges import LLMJudge
+
+    spec = importlib.util.spec_from_file_location(
+        "judge_halumem_output", Path(__file__).parents[1] / "benchmarks" / "judge_halumem_output.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    out = tmp_path / "promem_fast_eval_results.jsonl"
+    session = {
+        "memory_points": [
+            {"memory_content": "Sarah lives in Boston", "memory_source": "primary", "importance": 1.0},
+            {"memory_content": "Sarah rides her bike to work at Acme", "memory_source": "primary", "importance": 0.5},
+            {"memory_content": "Sarah owns a boat", "memory_source": "interference", "importance": 1.0},
+        ],
+        "dialogue": [{"role": "user", "content": "I live in Boston now.", "timestamp": "May 1, 2025"},
+                     {"role": "user", "content": "My bike commute to Acme is ten minutes.", "timestamp": "May 1, 2025"}],
+        "extracted_memories": ["Sarah lives in Boston", "Sarah rides her bike to work at Acme"],
+    }
+    out.write_text(json.dumps({"uuid": "u1", "user_name": "Sarah", "sessions": [session]}) + "\n")
+
+    def rule(req):
+        text = req.messages[-1]["content"]
+        if req.stage == "judge_integrity":
+            ref = _section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES")
+            quote = {"Sarah lives in Boston": "Sarah lives in Boston",
+                     # one word of eight changed: 7/8 of its words are shown
+                     "Sarah rides her bike to work at Acme": "Sarah rides her bike to work at Initech"}.get(ref, "none")
+            return json.dumps({"evidence": quote, "left_out": "nothing", "score": 0 if quote == "none" else 2})
+        quote = ("[May 1, 2025]user: I live in Boston now." if "Boston" in text.split("CANDIDATE MEMORY:")[1]
+                 else "[May 1, 2025]user: My bike commute to Acme is ten minutes.")
+        return json.dumps({"evidence": quote, "unsupported": "nothing", "accuracy_score": 2,
+                           "is_included_in_golden_memories": "true"})
+
+    judge = LLMJudge(ScriptedLLM(rules=rule), KeywordEmbedder(), top_k=10, keep_verdicts=True)
+    vpath = tmp_path / "verdicts.jsonl"
+    with open(vpath, "w") as vout:
+        rec = asyncio.run(mod.score_file(out, judge, vout))
+    assert rec["per_session"][0]["integrity_scores"] == [2, 2, 0]
+    assert rec["per_session"][0]["accuracy_scores"] == [2, 2]
+    assert rec["integrity"] == 1.0 and rec["accuracy"] == 1.0 and rec["points"] == 3
+    assert [v["kind"] for v in judge.verdicts] == ["integrity"] * 3 + ["accuracy"] * 2
+    assert judge.verdicts[1]["item"] == "Sarah rides her bike to work at Acme"
+
+    [again] = mod.rescore(vpath, 0.8)
+    assert again["per_session"] == rec["per_session"] and again["integrity"] == 1.0
+    assert again["ungrounded"] == {"integrity": 0, "accuracy": 0}
+    [strict] = mod.rescore(vpath, 0.9)  # 7/8 < 0.9: the altered quote no longer stands
+    assert strict["per_session"][0]["integrity_scores"] == [2, 0, 0]
+    assert strict["integrity"] == 0.5 and strict["weighted_recall"] == pytest.approx(1.0 / 1.5)
+    assert strict["ungrounded"] == {"integrity": 1, "accuracy": 0}

@@ -192,14 +192,19 @@ class LLMJudge:
         max_tokens: completion cap per judgement.
         min_evidence_overlap: share of a quote's words that must occur in the shown text
             for a positive integrity / accuracy score to stand (:func:`grounded`).
+        keep_verdicts: keep every integrity / accuracy verdict in :attr:`verdicts` (dicts
+            ``kind``, ``item`` (the point or entry judged), ``output`` (the judge's parsed JSON
+            or None), ``source`` (the text its quote must come from), ``score`` (after the quote
+            check)), so the quote check can be re-applied later without the LLM.
     """
 
     name = "llm"
     proxy = False
 
     def __init__(self, llm: Any, embed: Any, *, top_k: int = 10, retries: int = 1, max_tokens: int = 400,
-                 min_evidence_overlap: float = 0.8):
+                 min_evidence_overlap: float = 0.8, keep_verdicts: bool = False):
         self.llm = llm
+        self.verdicts: Optional[list[dict]] = [] if keep_verdicts else None
         self.min_evidence_overlap = min_evidence_overlap
         self.embed = embed
         self.top_k = top_k
@@ -251,15 +256,18 @@ class LLMJudge:
         shown = ["\n".join(f"- {memories[j]}" for j in idx) for idx in top]
         prompts = [jp.integrity_prompt(m, p) for m, p in zip(shown, points)]
         objs = await self._ask("integrity", prompts, jp.INTEGRITY_SCHEMA)
-        return [self._check_quote("integrity", jp.read_score(o, "score"), o, m) for o, m in zip(objs, shown)]
+        return [self._check_quote("integrity", jp.read_score(o, "score"), o, m, p)
+                for o, m, p in zip(objs, shown, points)]
 
-    def _check_quote(self, kind: str, score: Optional[int], obj: Any, source: str) -> Optional[int]:
+    def _check_quote(self, kind: str, score: Optional[int], obj: Any, source: str, item: str) -> Optional[int]:
         """``score``, or 0 when it is positive but the judge's ``evidence`` quote is not in ``source``."""
         if score and not grounded(obj.get("evidence"), source, min_overlap=self.min_evidence_overlap):
             self.stats.ungrounded[kind] += 1
             logger.debug("judge_%s: quote not in the shown text, score %s -> 0: %r", kind, score,
                          str(obj.get("evidence"))[:300])
-            return 0
+            score = 0
+        if self.verdicts is not None:
+            self.verdicts.append({"kind": kind, "item": item, "output": obj, "source": source, "score": score})
         return score
 
     async def accuracy(
@@ -274,8 +282,8 @@ class LLMJudge:
         gold = "\n".join(f"- {g}" for g in gold_points) or "- (none)"
         prompts = [jp.accuracy_prompt(dialogue, gold, e) for e in entries]
         objs = await self._ask("accuracy", prompts, jp.ACCURACY_SCHEMA)
-        return [(self._check_quote("accuracy", jp.read_score(o, "accuracy_score"), o, dialogue),
-                 jp.read_flag(o, "is_included_in_golden_memories")) for o in objs]
+        return [(self._check_quote("accuracy", jp.read_score(o, "accuracy_score"), o, dialogue, e),
+                 jp.read_flag(o, "is_included_in_golden_memories")) for o, e in zip(objs, entries)]
 
     async def qa(self, items: Sequence[QAItem]) -> list[Optional[str]]:
         """``Correct`` / ``Hallucination`` / ``Omission`` (or None) per answer."""
