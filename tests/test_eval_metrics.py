@@ -305,3 +305,18 @@ def test_grounded_quote_check():
     # 4 of 5 words present passes at 0.8, fails at 0.9
     assert grounded("Sarah likes jazz music a lot", "Sarah likes jazz a lot", min_overlap=0.8)
     assert not grounded("Sarah likes jazz music a lot", "Sarah likes jazz a lot", min_overlap=0.9)
+    # a long sentence copied with one value changed: 11 of 12 words match, but the name,
+    # the city or the number differs from the line
+    line = "[8 May 2023]Sarah: I moved to Boston in 2021 to work as a nurse at the children's hospital."
+    dialogue = f"[8 May 2023]Tom: How are you?\n{line}\n[8 May 2023]Tom: Nice."
+    assert grounded(line, dialogue)
+    assert grounded("Sarah: I moved to Boston in 2021 to work as a nurse", dialogue)  # part of one line
+    assert not grounded(line.replace("Boston", "Denver"), dialogue)
+    assert not grounded(line.replace("2021", "2019"), dialogue)
+    assert not grounded(line.replace("Sarah", "Emily"), dialogue)
+    # every sentence must come from one line: two memories copied together pass, words
+    # scattered over several lines do not
+    shown2 = "- Sarah likes jazz.\n- Sarah works as a nurse in Boston."
+    assert grounded("Sarah likes jazz. Sarah works as a nurse in Boston.", shown2)
+    assert not grounded("Sarah likes jazz and works as a nurse.", shown2)  # 6 of 7 words over both lines
+    assert not grounded("Sarah likes jazz. Sarah works as a nurse in Denver.", shown2)

@@ -698,7 +698,7 @@ def test_judge_halumem_output_verdicts_rescore(tmp_path):
             ref = _section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES")
             quote = {"Sarah lives in Boston": "Sarah lives in Boston",
                      # one word of eight changed: 7/8 of its words are shown
-                     "Sarah rides her bike to work at Acme": "Sarah rides her bike to work at Initech"}.get(ref, "none")
+                     "Sarah rides her bike to work at Acme": "Sarah rides her bicycle to work at Acme"}.get(ref, "none")
             return json.dumps({"evidence": quote, "left_out": "nothing", "score": 0 if quote == "none" else 2})
         quote = ("[May 1, 2025]user: I live in Boston now." if "Boston" in text.split("CANDIDATE MEMORY:")[1]
                  else "[May 1, 2025]user: My bike commute to Acme is ten minutes.")

@@ -16,11 +16,11 @@ Both answer three questions, each item independently:
 The LLM judge retrieves, per gold point, the top-k extracted memories by embedding cosine
 before prompting (keeps prompts short), asks for JSON against the schemas of
 :mod:`.judge_prompts` (integrity and accuracy: a verbatim quote first, the score last; a
-positive score whose quote shares under 80 % of its words with the shown memories /
-dialogue, see :func:`grounded`, becomes 0 and is counted in ``JudgeStats.ungrounded``; a
-bag-of-words check: it catches quotes of the reference itself, not a quote that changes one
-value of a long sentence), parses with the tolerant :func:`~promem_fast.structured.parse_json`,
-retries an unusable output ``retries`` times and then records None (counted in
+positive score whose quote is not copied from the shown memories / dialogue, see
+:func:`grounded`: every sentence of it shares >= 80 % of its words and all its numbers and
+names with one line, becomes 0 and is counted in ``JudgeStats.ungrounded``; this catches
+quotes of the reference itself and copies that change a value), parses with the tolerant
+:func:`~promem_fast.structured.parse_json`, retries an unusable output ``retries`` times and then records None (counted in
 ``JudgeStats.failed``). The proxy judge never calls an LLM for judging (the NLI backend may
 itself be the LLM judge NLI); its numbers are labelled "proxy" wherever reported.
 """
@@ -70,17 +70,40 @@ def _quote_words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower())) - _ARTICLES
 
 
+# A quote is checked sentence by sentence: one judge quote may copy several memories or
+# dialogue lines, but each of its sentences comes from one of them.
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def _key_words(sentence: str) -> set[str]:
+    """Values a copy must not change: words with a digit, and capitalised words after the
+    sentence's first word (names, places, months), lower-cased."""
+    words = re.findall(r"\w+", sentence)
+    keys = {w for w in words if any(c.isdigit() for c in w)}
+    keys |= {w for w in words[1:] if w[0].isupper() and w != "I"}
+    return {w.lower() for w in keys} - _ARTICLES
+
+
 def grounded(evidence: Any, source: str, *, min_overlap: float = 0.8) -> bool:
-    """True when ``evidence`` (a judge's quote) is taken from ``source``: at least
-    ``min_overlap`` of its distinct lower-cased words (articles left out) occur in
-    ``source``. False for a non-string, an empty quote or "none"."""
+    """True when ``evidence`` (a judge's quote) is copied from ``source`` (memories or dialogue
+    lines, one per line). Each sentence of the quote must match one source line: at least
+    ``min_overlap`` of its distinct lower-cased words (articles left out) occur in that line,
+    and so do all its numbers and capitalised words (so a copy that changes a date, an amount
+    or a name fails even when most words match). Sentences of fewer than three words (list
+    markers, "etc.") are not checked on their own. False for a non-string, an empty quote or
+    "none"."""
     if not isinstance(evidence, str):
         return False
     words = _quote_words(evidence)
     if not words or words <= _NONE_WORDS:
         return False
-    have = _quote_words(source)
-    return len(words & have) / len(words) >= min_overlap
+    lines = [_quote_words(line) for line in source.splitlines() if line.strip()]
+    sentences = [t for t in _SENTENCE_END.split(evidence) if len(_quote_words(t)) >= 3] or [evidence]
+    for sent in sentences:
+        sw, keys = _quote_words(sent), _key_words(sent)
+        if not any(len(sw & lw) >= min_overlap * len(sw) and keys <= lw for lw in lines):
+            return False
+    return True
 
 
 def proxy_qa_label(response: str, gold: Any, *, f1_threshold: float = 0.5) -> str:
