@@ -9,6 +9,10 @@ with the best of ``--reps`` runs per point (fresh KV cache each run, logits only
 engine asks for them: every generated token, the last prompt token).
 
     python benchmarks/bench_llamacpp_steps.py --decode 1,2,4,6,8,16 --prefill 16,64,256
+    python benchmarks/bench_llamacpp_steps.py --decode 1,4 --context 1000 --n-ctx 8192  # as the engine runs
+
+``--context`` fills each sequence's KV cache first (real prompts hold 1-3k tokens), ``--n-ctx``
+sizes each sequence's KV buffer as ``LLMConfig.n_ctx`` does, ``--unified`` shares one buffer.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ def main() -> None:
     ap.add_argument("--decode", default="1,2,4,6,8,16", help="generated tokens per step (one per sequence)")
     ap.add_argument("--prefill", default="16,64,256", help="prompt tokens per step (one sequence)")
     ap.add_argument("--context", type=int, default=0, help="tokens already in each sequence's KV cache")
+    ap.add_argument("--n-ctx", type=int, default=0,
+                    help="KV cells per sequence (0: just enough; the engine's default is LLMConfig.n_ctx = 8192)")
+    ap.add_argument("--unified", action="store_true", help="one KV buffer shared by all sequences (kv_unified)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
@@ -37,11 +44,11 @@ def main() -> None:
     decode = [int(x) for x in args.decode.split(",") if x]
     prefill = [int(x) for x in args.prefill.split(",") if x]
     n_seq = max(decode + [1])
-    per_seq = args.context + max(prefill + [1]) + 8
+    per_seq = max(args.n_ctx, args.context + max(prefill + [1]) + 8)
     model = _internals.LlamaModel(path_model=str(embedded_gguf_path()),
                                   params=_internals.LlamaModel.default_params(), verbose=False)
     cp = _internals.LlamaContext.default_params()
-    cp.n_ctx, cp.n_seq_max, cp.kv_unified = per_seq * n_seq, n_seq, False
+    cp.n_ctx, cp.n_seq_max, cp.kv_unified = per_seq * n_seq, n_seq, args.unified
     cp.n_batch = cp.n_ubatch = max(prefill + decode + [args.context, 1])
     cp.n_threads = cp.n_threads_batch = args.threads
     ctx = _internals.LlamaContext(model=model, params=cp, verbose=False)
@@ -84,6 +91,8 @@ def main() -> None:
         "model": embedded_gguf_path().name,
         "threads": args.threads,
         "context": args.context,
+        "n_ctx_per_seq": per_seq,
+        "kv_unified": args.unified,
         "decode": {k: round(best(lambda: decode_run(k)) * 1000 / k, 1) for k in decode},
         "prefill": {k: round(best(lambda: prefill_run(k)) * 1000 / k, 1) for k in prefill},
         "unit": "ms per token (best of reps)",
