@@ -274,3 +274,70 @@ def test_reset_cache_forgets_every_prefix(llm):
     (cold,) = _run(llm.generate([LLMRequest(messages=msgs, max_tokens=2)]))
     assert cold.cached_tokens == 0
     assert cold.text == warm.text  # same greedy answer from a clean cache
+
+
+class _NoTokenAllowed:
+    """llama_cpp proxy whose grammar sampler, applied to all candidates, rejects every one
+    (a grammar with no way forward)."""
+
+    def __init__(self, real, backend):
+        self._real, self._backend = real, backend
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def llama_sampler_apply(self, smpl, arr):
+        self._real.llama_sampler_apply(smpl, arr)
+        self._backend._candidates["logit"] = float("-inf")
+
+
+def test_grammar_allowing_no_token_fails_only_that_request(llm):
+    """Without the guard llama_sampler_accept aborts the whole process (C++ abort)."""
+    real = llm._lc
+    llm._lc = _NoTokenAllowed(real, llm)
+    llm.lazy_grammar = False  # every token goes through the full filter
+
+    async def main():
+        bad = llm.generate([LLMRequest(messages=_user("Pick one."), json_schema=ANSWER_SCHEMA, max_tokens=20)])
+        good = llm.generate([LLMRequest(messages=_user("Say the word one."), max_tokens=6)])
+        return await asyncio.gather(bad, good, return_exceptions=True)
+
+    try:
+        bad, good = _run(main())
+    finally:
+        llm._lc = real
+        llm.lazy_grammar = True
+    assert isinstance(bad, RuntimeError) and "allows no token" in str(bad)
+    assert "one" in good[0].text.lower()
+    (after,) = _run(llm.generate([LLMRequest(messages=_user("Pick one."), json_schema=ANSWER_SCHEMA, max_tokens=30)]))
+    jsonschema.validate(json.loads(after.text), ANSWER_SCHEMA)
+
+
+def test_generate_and_reset_racing_close_fail_instead_of_waiting():
+    from promem_fast.backends.llm.llamacpp import LlamaCppLLM
+
+    path = _gguf_or_skip()
+    one = LlamaCppLLM(LLMConfig(model=str(path), n_ctx=512, parallel=1, n_threads=1))
+    prepare = one._prepare
+
+    def prepare_then_close(requests, loop):  # close() lands between generate's check and its put
+        jobs = prepare(requests, loop)
+        one.close()
+        return jobs
+
+    one._prepare = prepare_then_close
+    req = LLMRequest(messages=_user("Say yes."), max_tokens=2)
+    with pytest.raises(RuntimeError, match="closed"):
+        _run(asyncio.wait_for(one.generate([req]), 60))
+
+    two = LlamaCppLLM(LLMConfig(model=str(path), n_ctx=512, parallel=1, n_threads=1))
+    put = two._queue.put
+
+    def close_then_put(item):  # close() lands between reset_cache's check and its put
+        if not isinstance(item, list) and item is not None and hasattr(item, "wait"):
+            two.close()
+        put(item)
+
+    two._queue.put = close_then_put
+    with pytest.raises(RuntimeError, match="closed"):
+        two.reset_cache(timeout=60)

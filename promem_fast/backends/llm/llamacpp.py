@@ -202,6 +202,7 @@ class LlamaCppLLM:
         self._seed_counter = itertools.count()
         self._backlog: list[_Job] = []  # accepted by the worker, waiting for a free slot
         self._pending_resets: list[threading.Event] = []
+        self._aborted_resets: set[threading.Event] = set()  # released by close / worker death
         self._closed = False
         self._worker = threading.Thread(target=self._run, name="llamacpp-decode", daemon=True)
         self._worker.start()
@@ -226,6 +227,9 @@ class LlamaCppLLM:
         # Templating, tokenising and schema->grammar conversion are CPU work: off the loop.
         jobs = await asyncio.to_thread(self._prepare, list(requests), loop)
         self._queue.put(jobs)  # one item: the worker starts a call's requests in the same step
+        if self._closed:  # close() or a worker death raced this call: the worker may be gone
+            await asyncio.to_thread(self._worker.join)
+            self._drain_queue(RuntimeError("LlamaCppLLM closed while the request was pending"))
         return list(await asyncio.gather(*(j.future for j in jobs)))
 
     def reset_cache(self, timeout: float = 60.0) -> None:
@@ -234,14 +238,20 @@ class LlamaCppLLM:
         request is decoding; requests queued meanwhile start after the reset.
 
         Raises:
-            RuntimeError: the backend is closed. TimeoutError: not done within ``timeout`` s.
+            RuntimeError: the backend is closed (also when it closes or its worker dies
+            before the reset). TimeoutError: not done within ``timeout`` s.
         """
         if self._closed or not self._worker.is_alive():
             raise RuntimeError("LlamaCppLLM is closed")
         done = threading.Event()
         self._queue.put(done)
+        if self._closed:  # raced close(): nobody may read the queue any more
+            self._worker.join()
+            self._drain_queue(RuntimeError("LlamaCppLLM closed"))
         if not done.wait(timeout):
             raise TimeoutError(f"reset_cache: requests still decoding after {timeout} s")
+        if self._closed and done in self._aborted_resets:
+            raise RuntimeError("LlamaCppLLM closed before the cache was reset")
 
     @staticmethod
     def _new_step_counts() -> dict[str, Any]:
@@ -392,6 +402,10 @@ class LlamaCppLLM:
             cand["p"] = 0.0
             arr = lc.llama_token_data_array(self._cand_buf, self._n_vocab, -1, False)
             lc.llama_sampler_apply(slot.grammar, ctypes.byref(arr))
+            if not np.isfinite(cand["logit"]).any():
+                # llama_sampler_accept would abort the process on a token the grammar rejects
+                raise RuntimeError(f"the JSON-Schema grammar allows no token after {len(slot.out)} "
+                                   "generated tokens")
             if greedy:
                 tok = int(cand["logit"].argmax())
             else:
@@ -512,10 +526,14 @@ class LlamaCppLLM:
     def _fail_active(self, err: BaseException) -> None:
         for s in self._slots:
             if s.job is not None:
-                self._resolve(s.job, None, err)
-                self._lc.llama_memory_seq_rm(self._mem, s.seq_id, -1, -1)
-                s.kv_tokens = []
-                self._release(s)
+                self._fail_slot(s, err)
+
+    def _fail_slot(self, slot: _Slot, err: BaseException) -> None:
+        """Fail the slot's request and drop its KV (it may hold a half-decoded step)."""
+        self._resolve(slot.job, None, err)
+        self._lc.llama_memory_seq_rm(self._mem, slot.seq_id, -1, -1)
+        slot.kv_tokens = []
+        self._release(slot)
 
     def _run(self) -> None:
         try:
@@ -525,17 +543,30 @@ class LlamaCppLLM:
             self._closed = True
             err = RuntimeError(f"llamacpp worker thread died: {e!r}")
             self._fail_active(err)
-            for job in self._backlog:
-                self._resolve(job, None, err)
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if isinstance(item, list):
-                    for job in item:
-                        self._resolve(job, None, err)
+            self._drain_queue(err)
             raise
+
+    def _drain_queue(self, err: BaseException) -> None:
+        """After the worker has stopped: fail every job still waiting (backlog or queue) and
+        release every waiting reset_cache() (it then raises)."""
+        for job in self._backlog:
+            self._resolve(job, None, err)
+        self._backlog.clear()
+        waiting = list(self._pending_resets)
+        self._pending_resets.clear()
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, list):
+                for job in item:
+                    self._resolve(job, None, err)
+            elif isinstance(item, threading.Event):
+                waiting.append(item)
+        for ev in waiting:
+            self._aborted_resets.add(ev)
+            ev.set()
 
     def _loop(self) -> None:
         backlog = self._backlog
@@ -569,9 +600,8 @@ class LlamaCppLLM:
                 self._pending_resets.clear()
             if stopping:
                 err = RuntimeError("LlamaCppLLM closed while the request was pending")
-                for job in backlog:
-                    self._resolve(job, None, err)
                 self._fail_active(err)
+                self._drain_queue(err)
                 return
             # Drop requests whose caller went away.
             for s in active:
@@ -653,7 +683,12 @@ class LlamaCppLLM:
         for s in self._slots:
             if s.job is None or s.logits_idx < 0:
                 continue
-            tok = self._sample(s)
+            try:
+                tok = self._sample(s)
+            except RuntimeError as e:  # fails this request only; the others keep decoding
+                log.warning("request failed while sampling (stage %r): %s", s.job.request.stage, e)
+                self._fail_slot(s, e)
+                continue
             if lc.llama_vocab_is_eog(self._vocab, tok):
                 self._finish(s, "stop")
                 continue
