@@ -98,10 +98,10 @@ def aggregate(sessions: list[dict]) -> dict:
 
 
 def rescore(path: Path, min_overlap: float) -> list[dict]:
-    """Re-apply the quote check (:func:`promem_fast.eval.judges.grounded`, as it is now) to
+    """Re-apply the quote check (:func:`promem_fast.eval.judges.checked_score`, as it is now) to
     verdicts written by ``--verdicts``; no LLM. One record per judged output file."""
     from promem_fast.eval import judge_prompts as jp
-    from promem_fast.eval.judges import grounded
+    from promem_fast.eval.judges import checked_score
 
     by_file: dict[str, list[dict]] = {}
     ungrounded: dict[str, dict] = {}
@@ -112,10 +112,10 @@ def rescore(path: Path, min_overlap: float) -> list[dict]:
         integ, acc = [], []
         for v in rec["verdicts"]:
             out = v["output"]
-            score = jp.read_score(out, "score" if v["kind"] == "integrity" else "accuracy_score")
-            if score and not grounded(out.get("evidence"), v["source"], min_overlap=min_overlap):
+            score, dropped = checked_score(jp.read_score(out, "score" if v["kind"] == "integrity" else "accuracy_score"),
+                                           out, v["source"], min_overlap)
+            if dropped:
                 ungrounded.setdefault(rec["file"], {"integrity": 0, "accuracy": 0})[v["kind"]] += 1
-                score = 0
             (integ if v["kind"] == "integrity" else acc).append(score)
         if len(integ) != len(rec["integrity_scores"]) or len(acc) != len(rec["accuracy_scores"]):
             raise ValueError(f"{path}: session {rec['session_index']} of {rec['file']}: verdict count "
@@ -126,6 +126,10 @@ def rescore(path: Path, min_overlap: float) -> list[dict]:
 
 
 async def amain(args) -> None:
+    if args.rescore:
+        for rec in rescore(Path(args.rescore), args.min_overlap):
+            print(json.dumps(rec), flush=True)
+        return
     from promem_fast.config import Config
     from promem_fast.eval.judges import CachedEmbed, LLMJudge
     from promem_fast.eval.runner import build_services
@@ -138,10 +142,6 @@ async def amain(args) -> None:
         upd["model"] = args.llm_model
     cfg.llm = cfg.llm.model_copy(update=upd)
     cfg.embed = cfg.embed.model_copy(update={"backend": args.embed})
-    if args.rescore:
-        for rec in rescore(Path(args.rescore), args.min_overlap):
-            print(json.dumps(rec), flush=True)
-        return
     svc = build_services(cfg)  # --llm scripted: the harness's scripted judge (smoke run)
     embed = CachedEmbed(svc.embed)
     vout = open(args.verdicts, "a") if args.verdicts else None

@@ -98,12 +98,21 @@ def grounded(evidence: Any, source: str, *, min_overlap: float = 0.8) -> bool:
     if not words or words <= _NONE_WORDS:
         return False
     lines = [_quote_words(line) for line in source.splitlines() if line.strip()]
-    sentences = [t for t in _SENTENCE_END.split(evidence) if len(_quote_words(t)) >= 3] or [evidence]
-    for sent in sentences:
-        sw, keys = _quote_words(sent), _key_words(sent)
+    sentences = [(sw, t) for t in _SENTENCE_END.split(evidence) if len(sw := _quote_words(t)) >= 3] \
+        or [(words, evidence)]
+    for sw, sent in sentences:
+        keys = _key_words(sent)
         if not any(len(sw & lw) >= min_overlap * len(sw) and keys <= lw for lw in lines):
             return False
     return True
+
+
+def checked_score(score: Optional[int], output: Any, source: str, min_overlap: float = 0.8) -> tuple[Optional[int], bool]:
+    """(score, ungrounded): a positive integrity / accuracy ``score`` becomes 0 when the judge's
+    ``output["evidence"]`` quote is not :func:`grounded` in ``source``."""
+    if score and not grounded(output.get("evidence"), source, min_overlap=min_overlap):
+        return 0, True
+    return score, False
 
 
 def proxy_qa_label(response: str, gold: Any, *, f1_threshold: float = 0.5) -> str:
@@ -284,11 +293,12 @@ class LLMJudge:
 
     def _check_quote(self, kind: str, score: Optional[int], obj: Any, source: str, item: str) -> Optional[int]:
         """``score``, or 0 when it is positive but the judge's ``evidence`` quote is not in ``source``."""
-        if score and not grounded(obj.get("evidence"), source, min_overlap=self.min_evidence_overlap):
+        checked, ungrounded = checked_score(score, obj, source, self.min_evidence_overlap)
+        if ungrounded:
             self.stats.ungrounded[kind] += 1
             logger.debug("judge_%s: quote not in the shown text, score %s -> 0: %r", kind, score,
                          str(obj.get("evidence"))[:300])
-            score = 0
+        score = checked
         if self.verdicts is not None:
             self.verdicts.append({"kind": kind, "item": item, "output": obj, "source": source, "score": score})
         return score
