@@ -87,6 +87,13 @@ class PipelineConfig(_Cfg):
     hallucination_verification: bool = Field(default=True, description="HV: grounding + NLI + atomic decomposition (§3.4).")
     relations: bool = Field(default=True, description="Rel: relation inference and verification (§3.2, §3.5).")
     detail_anchoring: bool = Field(default=True, description="DA: anchor details to events by turn id (§3.5).")
+    check_head_claim: bool = Field(
+        default=True,
+        description="HV: the entry-level NLI check also asks about the entry's main clause (the text before "
+        "', because' / ', since' / ', so that'); the entry passes only when both are entailed. An LLM judge "
+        "reads a long entry that copies the turn's reason as entailed even when its main claim flips "
+        "'likes' to 'dislikes' (not in the paper).",
+    )
 
     # thresholds
     tau_comp: float = Field(default=0.6, description="Completeness threshold on max cosine event x draft (§4.1).")

@@ -59,7 +59,10 @@ def memory_units(graphs: Sequence[MemoryGraph]) -> list[MemoryUnit]:
         details: dict[str, list[str]] = {}
         for d in g.details:
             for eid in d.event_ids:
-                details.setdefault(eid, []).append(d.text)
+                got = details.setdefault(eid, [])
+                # the same phrase from two turns of one event is said once
+                if d.text.casefold() not in (x.casefold() for x in got):
+                    got.append(d.text)
         rels: dict[str, list[str]] = {}
         for r in g.relations:
             if r.source in text_of and r.target in text_of:

@@ -154,14 +154,18 @@ async def test_draft_cleans_subject_drops_duplicates_and_bad_ids():
         {"fact": "Alice likes tea", "turns": ["t3"]},
         {"fact": "Alice adopted Max.", "turns": []},
         {"fact": "I adopted a puppy named Max yesterday.", "turns": ["t1"]},
+        {"fact": "Alice dislikes energy drinks, they make me jittery.", "turns": ["t3"]},
+        {"fact": "Alice went hiking and we had fun.", "turns": ["t3"]},
     ])}))
     state = new_state(ctx)
     entries = await extract_draft(ctx, state)
     assert [(e.text, e.source_turn_ids, e.origin, e.status) for e in entries] == [
         ("Alice likes tea.", ["t1"], "draft", "kept"), ("Alice adopted Max.", [], "draft", "kept"),
+        ("Alice dislikes energy drinks, they make Alice jittery.", ["t3"], "draft", "kept"),
     ]
     assert [(d.text, d.stage, d.reason) for d in state.discarded] == [
         ("I adopted a puppy named Max yesterday.", "draft", FIRST_PERSON_REASON),
+        ("Alice went hiking and we had fun.", "draft", FIRST_PERSON_REASON),
         ("Alice likes tea", "draft", "exact duplicate of another entry"),
     ]
 
@@ -197,6 +201,41 @@ async def test_completeness_without_recovery_only_maps():
 
 
 # --- hallucination verification ---------------------------------------------------------
+
+async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
+    from promem_fast.stages.verify import head_claim
+
+    assert head_claim("Alice dislikes burgers, because they are her favorite.") == "Alice dislikes burgers."
+    assert head_claim("Alice has lived in Paris since 2020.") == "Alice has lived in Paris."
+    assert head_claim("Alice cried because...") is None  # head under 3 words
+    assert head_claim("Alice adopted a puppy.") is None
+    flipped = "Alice adopted a kitten, because she loves dogs."
+    nli = FakeNLI({
+        flipped: "entailment", "Alice adopted a kitten.": "contradiction",
+        "Alice adopted a puppy, because she loves dogs.": "entailment", "Alice adopted a puppy.": "entailment",
+    })
+    rules = {"verify": keyed({f"Entry: {flipped}": ["Alice adopted a kitten."],
+                              "Fact: Alice adopted a kitten.": {"action": "REVISE", "revised_fact": "Alice adopted a puppy."}})}
+    ctx = make_ctx(services=make_services(rules=rules, nli=nli))
+    state = new_state(ctx)
+    state.entries = [Entry(flipped, "draft", "kept", ["t1"]),
+                     Entry("Alice adopted a puppy, because she loves dogs.", "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    e = state.entries
+    # the whole entry read as entailed, its main clause not: decomposed and revised
+    assert [(v.hypothesis, v.label) for v in e[0].nli][:2] == [
+        (flipped, "entailment"), ("Alice adopted a kitten.", "contradiction")]
+    assert (e[0].text, e[0].status, e[0].original_text) == ("Alice adopted a puppy.", "revised", flipped)
+    assert (e[1].text, e[1].status, [v.label for v in e[1].nli]) == (
+        "Alice adopted a puppy, because she loves dogs.", "kept", ["entailment", "entailment"])
+    # switched off: one pair per entry, the flipped entry is kept as written
+    ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(dict(nli.verdicts))),
+                   check_head_claim=False)
+    state = new_state(ctx)
+    state.entries = [Entry(flipped, "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    assert (state.entries[0].text, state.entries[0].status, len(state.entries[0].nli)) == (flipped, "kept", 1)
+
 
 async def test_hallucination_verification():
     nli = FakeNLI({
@@ -329,6 +368,25 @@ def test_first_person_copies_are_detected_anywhere_but_not_the_country():
     assert _FIRST_PERSON.search("I'm off to go do some research.")
     assert not _FIRST_PERSON.search("Caroline moved to the US in 2021.")
     assert not _FIRST_PERSON.search("Caroline found the support group inspiring.")
+
+
+def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
+    from promem_fast.stages.extract import third_person
+
+    name = "Sarah Garcia"
+    assert third_person("Sarah Garcia dislikes sodas; they don't refresh me.", name) == (
+        "Sarah Garcia dislikes sodas; they don't refresh Sarah Garcia.")
+    assert third_person("Sarah likes chess: it challenges my mind, I'm a planner and I've won.", name) == (
+        "Sarah likes chess: it challenges Sarah Garcia's mind, Sarah Garcia is a planner and Sarah Garcia has won.")
+    # "I" after a capitalised word is a numeral, not the speaker
+    assert third_person("Sarah Garcia toured a World War I museum because I asked.", name) == (
+        "Sarah Garcia toured a World War I museum because Sarah Garcia asked.")
+    assert third_person("Sarah Garcia moved to the US in 2021.", name) == "Sarah Garcia moved to the US in 2021."
+    # copies: not opening with the user's name, a longer word ("Sarahs"), or a plural "we"
+    assert third_person("The stories were so inspiring! I was so happy.", name) is None
+    assert third_person("Sarahs friend said I am late.", name) is None
+    assert third_person("Sarah went hiking and we had fun.", name) is None
+    assert third_person("Me and Sarah went out.", name) is None
 
 
 def test_details_must_be_stated_in_their_turn():

@@ -30,6 +30,41 @@ _FIRST_PERSON = re.compile(
     r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Ww]e're|[Oo]ur|[Uu]s)\b"
 )
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
+_PLURAL_FIRST_PERSON = re.compile(r"\b([Ww]e|[Ww]e're|[Oo]ur|[Uu]s)\b")
+# singular first-person forms -> third person about the user; contractions before "I"
+_SINGULAR_FIRST_PERSON = [
+    (re.compile(r"\bI(?:'m|’m| am)\b"), "{n} is"),
+    (re.compile(r"\bI(?:'ve|’ve| have)\b"), "{n} has"),
+    (re.compile(r"\bI(?:'d|’d)\b"), "{n} would"),
+    (re.compile(r"\bI(?:'ll|’ll)\b"), "{n} will"),
+    (re.compile(r"\b(?:[Mm]y|[Mm]ine)\b"), "{n}'s"),
+    (re.compile(r"\b(?:[Mm]e|[Mm]yself)\b"), "{n}"),
+]
+# a bare "I" right after a capitalised word is a numeral ("World War I", "Henry I"), kept
+_BARE_I = re.compile(r"(\b[A-Z][\w'’-]* )?\bI\b")
+
+
+def third_person(text: str, user_name: str) -> Optional[str]:
+    """``text`` with stray singular first-person words turned into ``user_name``, or None
+    when it is a first-person copy of a dialogue line.
+
+    A fact that opens with the user's name (or its first word) is a third-person fact with a
+    pronoun slip when "I / me / my" occur later (the 1.5B model writes "Sarah dislikes energy
+    drinks, because they make me feel jittery"): "me" -> "Sarah", "my" -> "Sarah's",
+    "I'm" -> "Sarah is". Any other fact with a first-person word, and any fact with a plural
+    one ("we", "our", "us": who else is meant is unknown), is a copy: None.
+    """
+    if not _FIRST_PERSON.search(text):
+        return text
+    first = (user_name.split() or [""])[0]
+    opens = [w for w in (user_name, first) if w and w.lower() != "user"]
+    if not any(text[: len(w)].casefold() == w.casefold() and not text[len(w): len(w) + 1].isalnum() for w in opens):
+        return None
+    if _PLURAL_FIRST_PERSON.search(text):
+        return None
+    for pat, repl in _SINGULAR_FIRST_PERSON:
+        text = pat.sub(repl.format(n=user_name), text)
+    return _BARE_I.sub(lambda m: m.group(0) if m.group(1) else user_name, text)
 
 
 _WORD = re.compile(r"\w+", re.U)
@@ -75,16 +110,22 @@ def parse_facts(
     state: PipelineState, items: list[dict[str, Any]], allowed: Sequence[str], where: str
 ) -> list[tuple[str, list[str]]]:
     """``[{"fact", "turns"}]`` -> [(clean text, valid turn ids)]; empty texts are skipped and
-    first-person copies of dialogue lines discarded (both logged)."""
+    first-person copies of dialogue lines discarded (both logged); a third-person fact with a
+    stray "me" / "my" is rewritten by :func:`third_person`."""
     out = []
     for it in items:
         text = clean_text(it.get("fact", ""), state.user_name)
         if not has_text(text):
             logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
             continue
-        if _FIRST_PERSON.search(text):
+        fixed = third_person(text, state.user_name)
+        if fixed is None:
             state.discard(text, where, FIRST_PERSON_REASON)
             continue
+        if fixed != text:
+            logger.info("session %s: %s: first-person words of %r written in the third person",
+                        state.session.session_id, where, text[:120])
+            text = fixed
         out.append((text, state.valid_ids(it.get("turns", []), allowed, where)))
     return out
 

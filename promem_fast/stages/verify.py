@@ -3,10 +3,11 @@
 1. Turn-level grounding: each entry goes to its most similar turn by embedding cosine
    (``cross_reference`` entries x turns); the entry's own source turn is preferred when
    its cosine is within ``SOURCE_PREFERENCE`` (90%) of the best turn's.
-2. NLI (premise = ``[date] Speaker (role): turn text``, hypothesis = entry). Entailment ->
-   kept. An entry grounded to a non-user turn is checked against its most similar *user*
-   turn instead: entailed -> kept and re-grounded there; otherwise discarded as
-   "assistant statement, not a user fact" (an assistant's words are not the user's facts).
+2. NLI (premise = ``[date] Speaker (role): turn text``, hypothesis = entry, and also its main
+   clause when a reason clause follows, see :func:`head_claim`). Entailment of both -> kept.
+   An entry grounded to a non-user turn is checked against its most similar *user* turn
+   instead: entailed -> kept and re-grounded there; otherwise discarded as "assistant
+   statement, not a user fact" (an assistant's words are not the user's facts).
 3. Otherwise atomic decomposition (LLM), NLI of each atomic fact against the same premise;
    non-entailed facts go to the LLM adjudicator (REVISE with a corrected fact, or DISCARD).
 4. The entry's text becomes the kept + revised atomic facts (status "revised",
@@ -20,6 +21,7 @@ adjudication call per session), charged to stage "verify".
 from __future__ import annotations
 
 import logging
+import re
 from typing import Optional
 
 import numpy as np
@@ -35,6 +37,21 @@ from .state import Entry, PipelineState, clean_text, has_text
 logger = logging.getLogger(__name__)
 
 ASSISTANT_REASON = "assistant statement, not a user fact"
+# where an entry's main claim ends and its stated reason begins
+_REASON_CLAUSE = re.compile(r",?\s+(?:because|since|so that)\b", re.I)
+
+
+def head_claim(text: str) -> Optional[str]:
+    """The entry's main clause when a reason clause follows it, else None.
+
+    "Sarah dislikes burgers, because they are her favorite." -> "Sarah dislikes burgers."
+    A head of fewer than 3 words is not split off (None).
+    """
+    m = _REASON_CLAUSE.search(text)
+    if not m:
+        return None
+    head = text[: m.start()].rstrip(" ,;:")
+    return head + "." if len(head.split()) >= 3 else None
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
 
@@ -107,15 +124,22 @@ async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
         if premise_turn[i] is None:
             state.entries[i].discarded = True
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
-    res = await ctx.nli(
-        [(premise_text(premise_turn[i], sess, name), state.entries[i].text) for i in checkable], "verify"
-    )
+    checks = []  # (entry index, hypothesis): the entry, then its main clause when split off
+    for i in checkable:
+        checks.append((i, state.entries[i].text))
+        head = head_claim(state.entries[i].text) if p.check_head_claim else None
+        if head:
+            checks.append((i, head))
+    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for i, h in checks], "verify")
+    entailed = {i: True for i in checkable}
+    for (i, h), r in zip(checks, res):
+        state.entries[i].nli.append(_verdict(premise_turn[i], h, r))
+        entailed[i] = entailed[i] and r.label == "entailment"
     failed = []
-    for i, r in zip(checkable, res):
+    for i in checkable:
         e, t = state.entries[i], premise_turn[i]
-        e.nli.append(_verdict(t, e.text, r))
         grounded_user = turn_by_id[e.ground_turn_id].role == "user"
-        if r.label == "entailment":
+        if entailed[i]:
             e.ground_turn_id = t.turn_id
         elif not grounded_user:
             e.discarded = True
