@@ -124,6 +124,20 @@ def test_lazy_grammar_matches_grammar_on_every_token(llm):
     jsonschema.validate(json.loads(lazy[1].text), EVENTS_SCHEMA)
 
 
+def test_sampling_with_a_grammar_falls_back_to_valid_tokens(llm):
+    """At temperature > 0 the drawn token is checked against the grammar; the prose prompt
+    makes drawn tokens invalid, so the fallback filters the candidates and draws again from
+    the valid ones: every output still follows the schema."""
+    reqs = [LLMRequest(messages=_user("Write a short poem about the sea."), json_schema=ANSWER_SCHEMA,
+                       max_tokens=40, temperature=0.9) for _ in range(2)]
+    before = llm.grammar_fallbacks
+    outs = _run(llm.generate(reqs))
+    assert llm.grammar_fallbacks > before
+    for r in outs:
+        assert r.finish_reason == "stop", r.text
+        jsonschema.validate(json.loads(r.text), ANSWER_SCHEMA)
+
+
 def test_unconvertible_schema_falls_back_to_free_text(llm, caplog):
     schema = {"$ref": "https://example.com/remote.json"}  # remote refs are not fetched
     req = LLMRequest(messages=_user('Reply with the JSON {"ok": true} and nothing else.'),
