@@ -42,7 +42,7 @@ def dialogue_lines(dialogue: list) -> str:
 async def score_file(path: Path, judge, verdicts_out=None) -> dict:
     """Judge every session of one output file; with ``verdicts_out`` (a text file) also write
     one JSON line per session with the judge's verdicts (``LLMJudge(keep_verdicts=True)``)."""
-    from promem_fast.eval.halumem_eval import _importance
+    from promem_fast.eval.halumem_eval import _importance, judge_memories
 
     t0 = time.perf_counter()
     sessions = []
@@ -55,14 +55,13 @@ async def score_file(path: Path, judge, verdicts_out=None) -> dict:
             if s.get("is_generated_qa_session") or not all_points:  # nothing to judge
                 continue
             # update-judged points leave integrity only (as in halumem_eval); gold keeps them
-            points = [p for p in all_points if not p.get("memories_from_system")]
+            idx = [i for i, p in enumerate(all_points) if not p.get("memories_from_system")]
+            points = [all_points[i] for i in idx]
             memories = [str(m) for m in s.get("extracted_memories") or []]
-            texts = [str(p.get("memory_content", "")) for p in points]
             first = len(judge.verdicts) if judge.verdicts is not None else 0
-            s_int = await judge.integrity(texts, memories)
-            gold = [str(p.get("memory_content", "")) for p in all_points if p.get("memory_source") != "interference"]
-            s_acc = await judge.accuracy(memories, dialogue=dialogue_lines(s.get("dialogue") or []),
-                                         gold_points=gold)
+            integ, s_acc = await judge_memories(judge, all_points, idx, memories,
+                                                dialogue_lines(s.get("dialogue") or []))
+            s_int = [integ[i] for i in idx]
             sess = {"user": user.get("uuid"), "session_index": k, "integrity_scores": s_int,
                     "importance": [_importance(p) for p in points],
                     "interference": [p.get("memory_source") == "interference" for p in points],

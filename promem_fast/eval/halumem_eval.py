@@ -126,6 +126,28 @@ async def _update_retrieval(points: list, graphs: list, svc: Services, update_to
     return out
 
 
+def gold_texts(points: Sequence[dict]) -> list[str]:
+    """``memory_content`` of the points that are not interference (HaluMem ``memory_source``):
+    the reference list of the accuracy judge."""
+    return [str(p.get("memory_content", "")) for p in points if p.get("memory_source") != "interference"]
+
+
+async def judge_memories(judge: Any, points: Sequence[dict], integrity_idx: Sequence[int],
+                         memories: Sequence[str], dialogue: str, *,
+                         sources: Optional[Sequence[str]] = None,
+                         hypotheses: Optional[Sequence[str]] = None) -> tuple[dict[int, Any], list[tuple]]:
+    """Integrity of ``points[i]`` for ``i`` in ``integrity_idx`` against ``memories``, and the
+    accuracy of each memory against ``dialogue`` (``[timestamp]role: content`` lines) with
+    :func:`gold_texts` as reference. Returns ({point index: 0/1/2 or None},
+    [(0/1/2 or None, included_in_gold) per memory]). Used by :func:`evaluate_halumem` and by
+    ``benchmarks/judge_halumem_output.py`` so both judge one way."""
+    texts = [str(points[i].get("memory_content", "")) for i in integrity_idx]
+    integ = dict(zip(integrity_idx, await judge.integrity(texts, list(memories))))
+    acc = await judge.accuracy(list(memories), dialogue=dialogue, gold_points=gold_texts(points),
+                               sources=sources, hypotheses=hypotheses)
+    return integ, acc
+
+
 async def _session_eval(ex: ExtractedSession, history: list, svc: Services, judge: Any,
                         top_k: int, concurrency: int, update_top_k: int = 10) -> dict:
     """Answer and judge one session; returns its per-item record.
@@ -168,10 +190,8 @@ async def _session_eval(ex: ExtractedSession, history: list, svc: Services, judg
          "search_duration_ms": rec["update_search_ms"][i]}
         for i, lab in zip(upd_idx, upd_labels)
     ]
-    integ = dict(zip(int_idx, await judge.integrity([texts[i] for i in int_idx], [e.text for e in entries])))
-    gold = [t for t, p in zip(texts, points) if p.get("memory_source") != "interference"]
-    acc = await judge.accuracy([e.text for e in entries], dialogue=dialogue_text(s), gold_points=gold,
-                               sources=[e.source for e in entries], hypotheses=[e.plain for e in entries])
+    integ, acc = await judge_memories(judge, points, int_idx, [e.text for e in entries], dialogue_text(s),
+                                      sources=[e.source for e in entries], hypotheses=[e.plain for e in entries])
     items = [QAItem(q["question"], q.get("answer", ""),
                     "\n".join(str(ev.get("memory_content", "")) for ev in q.get("evidence") or [] if isinstance(ev, dict)),
                     a.result.answer) for q, a in zip(questions, answers)]
