@@ -214,8 +214,9 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
         flipped: "entailment", "Alice adopted a kitten.": "contradiction",
         "Alice adopted a puppy, because she loves dogs.": "entailment", "Alice adopted a puppy.": "entailment",
     })
-    rules = {"verify": keyed({f"Entry: {flipped}": ["Alice adopted a kitten."],
-                              "Fact: Alice adopted a kitten.": {"action": "REVISE", "revised_fact": "Alice adopted a puppy."}})}
+    # the decomposer repeats the entry (as the 1.5B model does): judged once, main clause too
+    rules = {"verify": keyed({f"Entry: {flipped}": [flipped, flipped.rstrip(".")],
+                              "Fact: Alice adopted a kitten": {"action": "REVISE", "revised_fact": "Alice adopted a puppy."}})}
     ctx = make_ctx(services=make_services(rules=rules, nli=nli))
     state = new_state(ctx)
     state.entries = [Entry(flipped, "draft", "kept", ["t1"]),
@@ -223,8 +224,10 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
     await verify_entries(ctx, state)
     e = state.entries
     # the whole entry read as entailed, its main clause not: decomposed and revised
-    assert [(v.hypothesis, v.label) for v in e[0].nli][:2] == [
-        (flipped, "entailment"), ("Alice adopted a kitten.", "contradiction")]
+    assert [(v.hypothesis, v.label) for v in e[0].nli] == [
+        (flipped, "entailment"), ("Alice adopted a kitten.", "contradiction")] * 2
+    assert [(a.text, a.action, a.revised_text, a.verdict.hypothesis) for a in e[0].atomic_facts] == [
+        (flipped, "revised", "Alice adopted a puppy.", "Alice adopted a kitten.")]
     assert (e[0].text, e[0].status, e[0].original_text) == ("Alice adopted a puppy.", "revised", flipped)
     assert (e[1].text, e[1].status, [v.label for v in e[1].nli]) == (
         "Alice adopted a puppy, because she loves dogs.", "kept", ["entailment", "entailment"])

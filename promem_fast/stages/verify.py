@@ -8,8 +8,9 @@
    An entry grounded to a non-user turn is checked against its most similar *user* turn
    instead: entailed -> kept and re-grounded there; otherwise discarded as "assistant
    statement, not a user fact" (an assistant's words are not the user's facts).
-3. Otherwise atomic decomposition (LLM), NLI of each atomic fact against the same premise;
-   non-entailed facts go to the LLM adjudicator (REVISE with a corrected fact, or DISCARD).
+3. Otherwise atomic decomposition (LLM; repeated facts judged once), NLI of each atomic fact
+   (and of its main clause, as in 2) against the same premise; non-entailed facts go to the
+   LLM adjudicator (REVISE with a corrected fact, or DISCARD).
 4. The entry's text becomes the kept + revised atomic facts (status "revised",
    ``original_text`` kept); if every atomic fact was entailed the original text stays; if
    none survives the entry is discarded. Every verdict is recorded on the entry.
@@ -32,7 +33,7 @@ from ..prompts.common import premise_text
 from ..prompts.verify import adjudicate_request, decompose_request
 from ..schema import AtomicFact, NLIVerdict, Turn
 from .segment import turn_vectors
-from .state import Entry, PipelineState, clean_text, has_text
+from .state import Entry, PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,13 @@ async def ground_entries(ctx: SessionContext, state: PipelineState) -> dict[int,
     return out
 
 
+def _hypotheses(text: str, check_head: bool) -> list[str]:
+    """What NLI must all entail for ``text`` to pass: the text, then its main clause
+    (:func:`head_claim`) when ``check_head`` and a reason clause follows it."""
+    head = head_claim(text) if check_head else None
+    return [text, head] if head else [text]
+
+
 def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
     return NLIVerdict(premise_turn_id=turn.turn_id, hypothesis=hypothesis, label=res.label, score=res.score)
 
@@ -124,12 +132,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
         if premise_turn[i] is None:
             state.entries[i].discarded = True
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
-    checks = []  # (entry index, hypothesis): the entry, then its main clause when split off
-    for i in checkable:
-        checks.append((i, state.entries[i].text))
-        head = head_claim(state.entries[i].text) if p.check_head_claim else None
-        if head:
-            checks.append((i, head))
+    checks = [(i, h) for i in checkable for h in _hypotheses(state.entries[i].text, p.check_head_claim)]
     res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for i, h in checks], "verify")
     entailed = {i: True for i in checkable}
     for (i, h), r in zip(checks, res):
@@ -155,22 +158,33 @@ async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
     )
     facts: dict[int, list[str]] = {}
     for i, out in zip(failed, decomp):
-        fs = [clean_text(f, name) for f in out[: p.max_atomic_facts]]
-        fs = [f for f in fs if has_text(f)]
+        fs, seen = [], set()
+        for f in out[: p.max_atomic_facts]:
+            f = clean_text(f, name)
+            # the 1.5B decomposer often repeats the entry; a repeat is judged once
+            if has_text(f) and norm_key(f) not in seen:
+                seen.add(norm_key(f))
+                fs.append(f)
         facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
 
-    # 3) NLI of every atomic fact against the entry's premise
-    pairs = [(i, f) for i in failed for f in facts[i]]
-    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), f) for i, f in pairs], "verify")
+    # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise
+    pairs = [(i, k, h) for i in failed for k, f in enumerate(facts[i]) for h in _hypotheses(f, p.check_head_claim)]
+    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for i, _, h in pairs], "verify")
+    verdicts: dict[tuple[int, int], list[NLIVerdict]] = {}
+    for (i, k, h), r in zip(pairs, res):
+        v = _verdict(premise_turn[i], h, r)
+        state.entries[i].nli.append(v)
+        verdicts.setdefault((i, k), []).append(v)
     atoms: dict[int, list[AtomicFact]] = {i: [] for i in failed}
     to_judge: list[tuple[int, AtomicFact]] = []
-    for (i, f), r in zip(pairs, res):
-        v = _verdict(premise_turn[i], f, r)
-        state.entries[i].nli.append(v)
-        a = AtomicFact(text=f, verdict=v, action="kept")
-        atoms[i].append(a)
-        if r.label != "entailment":
-            to_judge.append((i, a))
+    for i in failed:
+        for k, f in enumerate(facts[i]):
+            vs = verdicts[(i, k)]
+            bad = [v for v in vs if v.label != "entailment"]
+            a = AtomicFact(text=f, verdict=bad[0] if bad else vs[0], action="kept")
+            atoms[i].append(a)
+            if bad:
+                to_judge.append((i, a))
 
     # 4) LLM adjudication of the non-entailed atomic facts
     rulings = await ctx.llm_json(
