@@ -26,11 +26,10 @@ _EVENT_ID = re.compile(r"^\s*e?\s*(\d+)\s*$", re.I)
 # An English fact in the first person is a copied dialogue line (seen with the 1.5B model:
 # "The stories were so inspiring! I was so happy"), not a third-person fact about the user.
 # Case-sensitive so "US" (the country) is not "us".
-_FIRST_PERSON = re.compile(
-    r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Ww]e're|[Oo]ur|[Uu]s)\b"
-)
+_PLURAL_FORMS = r"[Ww]e|[Ww]e're|[Oo]ur|[Uu]s"
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|" + _PLURAL_FORMS + r")\b")
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
-_PLURAL_FIRST_PERSON = re.compile(r"\b([Ww]e|[Ww]e're|[Oo]ur|[Uu]s)\b")
+_PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
     (re.compile(r"\bI(?:'m|’m| am)\b"), "{n} is"),

@@ -38,6 +38,8 @@ from .state import Entry, PipelineState, clean_text, has_text, norm_key
 logger = logging.getLogger(__name__)
 
 ASSISTANT_REASON = "assistant statement, not a user fact"
+# A source turn is kept as grounding when its cosine is at least this share of the best turn's.
+SOURCE_PREFERENCE = 0.9
 # where an entry's main claim ends and its stated reason begins
 _REASON_CLAUSE = re.compile(r",?\s+(?:because|since|so that)\b", re.I)
 
@@ -53,8 +55,6 @@ def head_claim(text: str) -> Optional[str]:
         return None
     head = text[: m.start()].rstrip(" ,;:")
     return head + "." if len(head.split()) >= 3 else None
-# A source turn is kept as grounding when its cosine is at least this share of the best turn's.
-SOURCE_PREFERENCE = 0.9
 
 
 def _best_within(vec: np.ndarray, turn_vecs: np.ndarray, cand: list[int]) -> int:
