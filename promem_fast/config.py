@@ -87,6 +87,11 @@ class PipelineConfig(_Cfg):
     hallucination_verification: bool = Field(default=True, description="HV: grounding + NLI + atomic decomposition (§3.4).")
     relations: bool = Field(default=True, description="Rel: relation inference and verification (§3.2, §3.5).")
     detail_anchoring: bool = Field(default=True, description="DA: anchor details to events by turn id (§3.5).")
+    anchor_within_topic: bool = Field(
+        default=True,
+        description="DA: a detail whose turn no verified entry shares attaches to the nearest entries of its "
+        "topic segment (§3.2 topics) instead of staying unanchored, and so out of retrieval (not in the paper).",
+    )
     check_head_claim: bool = Field(
         default=True,
         description="HV: the entry-level NLI check also asks about the entry's main clause (the text before "

@@ -116,6 +116,11 @@ class Detail(_Model):
     text: str
     turn_id: str
     event_ids: list[str] = Field(default_factory=list)
+    anchored_by: Optional[Literal["turn", "topic"]] = Field(
+        default=None,
+        description='How event_ids were found: "turn" (an event shares the detail\'s turn id, §3.5), '
+        '"topic" (nearest events of its topic segment), null (unanchored).',
+    )
 
 
 class Topic(_Model):

@@ -350,7 +350,33 @@ def test_anchor_details_by_turn_id_including_grounding_turn():
     b = Entry("B", "event", "recovered", ["t6"], ground_turn_id="t8")
     c = Entry("C", "draft", "kept", ["t3"])
     details = [("t3", "x"), ("t8", "y"), ("t7", "z")]
-    assert anchor_details(details, [("e1", a), ("e2", b), ("e3", c)]) == [["e1", "e3"], ["e2"], []]
+    assert anchor_details(details, [("e1", a), ("e2", b), ("e3", c)]) == [
+        (["e1", "e3"], "turn"), (["e2"], "turn"), ([], None)]
+
+
+def test_anchor_details_falls_back_to_nearest_entries_of_the_topic():
+    # HaluMem-style: t8 announces the topic, t9 carries the content; the only entry is
+    # grounded to t8, so t9's details share no turn id with any entry
+    pos = {f"t{k}": k for k in range(14)}
+    topics = [["t6", "t7"], ["t8", "t9"], ["t10", "t11", "t12", "t13"]]
+    drinks = Entry("likes herbal tea", "draft", "kept", ["t7"])
+    reading = Entry("shared her reading preference", "event", "recovered", ["t8"], ground_turn_id="t8")
+    food1 = Entry("likes Thai food", "draft", "kept", ["t10"])
+    food2 = Entry("likes sushi", "draft", "kept", ["t11"])
+    food3 = Entry("dislikes canned soup", "draft", "kept", ["t11", "t13"])
+    entries = [("e1", drinks), ("e2", reading), ("e3", food1), ("e4", food2), ("e5", food3)]
+    details = [("t9", "adventure novels"), ("t12", "canned soup"), ("t7", "herbal tea"), ("t3", "blazers")]
+    got = anchor_details(details, entries, topics=topics, turn_pos=pos)
+    assert got == [
+        (["e2"], "topic"),          # e2 is one turn away; e3 (t10) too but in the next topic
+        (["e4", "e5"], "topic"),    # t11 and t13 are both one turn from t12; t10 is two
+        (["e1"], "turn"),
+        ([], None),                 # t3 is in no topic segment
+    ]
+    # without topics the paper's rule leaves both unanchored
+    assert [a for a, _ in anchor_details(details, entries)] == [[], [], ["e1"], []]
+    with pytest.raises(ValueError, match="turn_pos"):
+        anchor_details(details, entries, topics=topics)
 
 
 def test_build_graph_resolves_dates_from_grounding_turn():

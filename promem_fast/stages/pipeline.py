@@ -93,10 +93,10 @@ def build_graph(ctx: SessionContext, state: PipelineState, variant: str) -> Memo
             dates=resolve(e.text, ts) if resolve else [], timestamp=ts, nli=list(e.nli),
             atomic_facts=list(e.atomic_facts), original_text=e.original_text,
         ))
-    anchors = [[eid[i] for i in a] for a in state.detail_anchors] if state.detail_anchors else [[] for _ in state.details]
+    anchors = state.detail_anchors or [([], None) for _ in state.details]
     details = [
-        Detail(id=f"d{n + 1}", text=text, turn_id=tid, event_ids=a)
-        for n, ((tid, text), a) in enumerate(zip(state.details, anchors))
+        Detail(id=f"d{n + 1}", text=text, turn_id=tid, event_ids=[eid[i] for i in a], anchored_by=how)
+        for n, ((tid, text), (a, how)) in enumerate(zip(state.details, anchors))
     ]
     relations = [
         Relation(source=eid[r.source], type=r.type, target=eid[r.target], probe_question=r.question)
@@ -152,7 +152,10 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
     if p.detail_anchoring and p.details:
         async with stage_scope(ctx, "anchor", on_stage):
             order = entry_order(state)
-            state.detail_anchors = anchor_details(state.details, [(i, state.entries[i]) for i in order])
+            state.detail_anchors = anchor_details(
+                state.details, [(i, state.entries[i]) for i in order],
+                topics=state.topics if p.anchor_within_topic else None, turn_pos=state.turn_pos,
+            )
 
 
 async def run_v1(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:

@@ -89,7 +89,7 @@ class PipelineState:
     entries: list[Entry] = field(default_factory=list)
     event_to_entry: dict[int, int] = field(default_factory=dict)
     edges: list[EdgeOut] = field(default_factory=list)
-    detail_anchors: Optional[list[list[int]]] = None  # per detail: entry indices (§3.5 DA)
+    detail_anchors: Optional[list[tuple[list[int], Optional[str]]]] = None  # per detail: (entry indices, "turn" | "topic" | None) (§3.5 DA)
     discarded: list[Discarded] = field(default_factory=list)
     turn_vecs: Optional[np.ndarray] = None  # float32 (len(text_turns), d), rows of text_turns
 

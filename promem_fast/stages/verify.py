@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Optional
+from typing import Hashable, Optional
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from ..prompts.common import premise_text
 from ..prompts.verify import adjudicate_request, decompose_request
 from ..schema import AtomicFact, NLIVerdict, Turn
 from .segment import turn_vectors
-from .state import Entry, PipelineState, clean_text, has_text, norm_key
+from .state import PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,24 @@ def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
     return NLIVerdict(premise_turn_id=turn.turn_id, hypothesis=hypothesis, label=res.label, score=res.score)
 
 
+async def _nli_check(
+    ctx: SessionContext, state: PipelineState, premise_turn: dict[int, Optional[Turn]],
+    items: list[tuple[Hashable, int, str]],
+) -> dict[Hashable, list[NLIVerdict]]:
+    """One batched NLI call for ``items`` of (key, entry index, text): each text (and its main
+    clause, :func:`_hypotheses`) against the entry's premise turn. Every verdict is also
+    recorded on the entry. Returns the verdicts per key, in hypothesis order."""
+    sess, name, check_head = state.session, state.user_name, ctx.config.pipeline.check_head_claim
+    pairs = [(key, i, h) for key, i, text in items for h in _hypotheses(text, check_head)]
+    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for _, i, h in pairs], "verify")
+    out: dict[Hashable, list[NLIVerdict]] = {key: [] for key, _, _ in items}
+    for (key, i, h), r in zip(pairs, res):
+        v = _verdict(premise_turn[i], h, r)
+        state.entries[i].nli.append(v)
+        out[key].append(v)
+    return out
+
+
 def _join(facts: list[str]) -> str:
     return " ".join(f.strip() for f in facts if f.strip())
 
@@ -132,17 +150,12 @@ async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
         if premise_turn[i] is None:
             state.entries[i].discarded = True
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
-    checks = [(i, h) for i in checkable for h in _hypotheses(state.entries[i].text, p.check_head_claim)]
-    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for i, h in checks], "verify")
-    entailed = {i: True for i in checkable}
-    for (i, h), r in zip(checks, res):
-        state.entries[i].nli.append(_verdict(premise_turn[i], h, r))
-        entailed[i] = entailed[i] and r.label == "entailment"
+    verdicts = await _nli_check(ctx, state, premise_turn, [(i, i, state.entries[i].text) for i in checkable])
     failed = []
     for i in checkable:
         e, t = state.entries[i], premise_turn[i]
         grounded_user = turn_by_id[e.ground_turn_id].role == "user"
-        if entailed[i]:
+        if all(v.label == "entailment" for v in verdicts[i]):
             e.ground_turn_id = t.turn_id
         elif not grounded_user:
             e.discarded = True
@@ -168,13 +181,9 @@ async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
         facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
 
     # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise
-    pairs = [(i, k, h) for i in failed for k, f in enumerate(facts[i]) for h in _hypotheses(f, p.check_head_claim)]
-    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for i, _, h in pairs], "verify")
-    verdicts: dict[tuple[int, int], list[NLIVerdict]] = {}
-    for (i, k, h), r in zip(pairs, res):
-        v = _verdict(premise_turn[i], h, r)
-        state.entries[i].nli.append(v)
-        verdicts.setdefault((i, k), []).append(v)
+    verdicts = await _nli_check(
+        ctx, state, premise_turn, [((i, k), i, f) for i in failed for k, f in enumerate(facts[i])]
+    )
     atoms: dict[int, list[AtomicFact]] = {i: [] for i in failed}
     to_judge: list[tuple[int, AtomicFact]] = []
     for i in failed:
