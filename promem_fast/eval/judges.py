@@ -28,6 +28,7 @@ itself be the LLM judge NLI); its numbers are labelled "proxy" wherever reported
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections import Counter
@@ -75,6 +76,12 @@ def _quote_words(text: str) -> set[str]:
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
+@functools.lru_cache(maxsize=32)
+def _source_lines(source: str) -> tuple[frozenset[str], ...]:
+    # one session's dialogue is the source of every accuracy verdict: split it once
+    return tuple(frozenset(_quote_words(line)) for line in source.splitlines() if line.strip())
+
+
 def _key_words(sentence: str) -> set[str]:
     """Values a copy must not change: words with a digit, and capitalised words after the
     sentence's first word (names, places, months), lower-cased."""
@@ -97,7 +104,7 @@ def grounded(evidence: Any, source: str, *, min_overlap: float = 0.8) -> bool:
     words = _quote_words(evidence)
     if not words or words <= _NONE_WORDS:
         return False
-    lines = [_quote_words(line) for line in source.splitlines() if line.strip()]
+    lines = _source_lines(source)
     sentences = [(sw, t) for t in _SENTENCE_END.split(evidence) if len(sw := _quote_words(t)) >= 3] \
         or [(words, evidence)]
     for sw, sent in sentences:
