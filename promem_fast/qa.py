@@ -8,6 +8,7 @@ exactly" and "why" questions.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -26,6 +27,9 @@ _QA_SYSTEM = (
     "Dates in brackets tell when each entry happened. If the memories do not contain the "
     "answer, say \"I don't know\". Answer briefly, in the question's language."
 )
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’)\]]*$")
 
 
 @dataclass
@@ -70,7 +74,9 @@ def memory_units(graphs: Sequence[MemoryGraph]) -> list[MemoryUnit]:
                 rels.setdefault(r.source, []).append(note)
                 rels.setdefault(r.target, []).append(note)
         for e in g.events:
-            text = e.text
+            text = e.text.rstrip()
+            if not _SENTENCE_END.search(text):
+                text += "."  # so "Details:" does not read as part of the event's last clause
             if details.get(e.id):
                 text += " Details: " + "; ".join(details[e.id]) + "."
             if rels.get(e.id):

@@ -43,3 +43,12 @@ def test_units_carry_details_once_relations_and_dates():
 def test_graph_without_events_gives_no_units():
     g = _graph().model_copy(update={"events": [], "relations": []})
     assert memory_units([g]) == []
+
+
+def test_unit_text_ends_the_event_sentence_before_its_details():
+    g = _graph()
+    g.events[0].text = "Sarah Garcia is a Female "
+    g.events[1].text = "莎拉不喜欢重金属。"
+    u1, u2 = memory_units([g])
+    assert u1.text.startswith("Sarah Garcia is a Female. Details: uplifting pop music;")
+    assert u2.text.startswith("莎拉不喜欢重金属。 Details:")  # a full stop of any script ends it

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from promem_fast.prompts.common import dialogue_block
+from promem_fast.schema import Session, Turn
 from promem_fast.stages.anchor import anchor_details
 from promem_fast.stages.complete import completeness_check
 from promem_fast.stages.extract import FIRST_PERSON_REASON, abstract_events, extract_details, extract_draft, infer_relations, parse_edges
@@ -108,6 +109,18 @@ async def test_details_per_topic_user_turns_only():
     assert [c.stage for c in calls] == ["details", "details"]
     # the schema asks for exactly the topic's user text turns (no t2 assistant, no t4 emoji)
     assert [sorted(c.json_schema["properties"]) for c in calls] == [["t1", "t3"], ["t6", "t8"]]
+
+
+async def test_details_drop_the_users_own_name():
+    sess = Session(session_id="s9", user_name="Sarah Garcia", turns=[
+        Turn(turn_id="t1", role="user", content="I'm Sarah Garcia, Sarah to friends, and I live in Miami.")])
+    ctx = make_ctx(session=sess)
+    ctx.services.llm.rules["details"] = const({"t1": ["Sarah Garcia", "sarah", "Miami", "Garcia family"]})
+    state = new_state(ctx)
+    state.topics = [["t1"]]
+    assert await extract_details(ctx, state) == [("t1", "Miami"), ("t1", "Garcia family")]
+    assert [(d.text, d.reason) for d in state.discarded] == [
+        ("Sarah Garcia", "the user's name, not a detail"), ("sarah", "the user's name, not a detail")]
 
 
 async def test_events_invalid_ids_dropped_and_fallback_to_topic_user_turns():

@@ -150,6 +150,8 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
         for i, ids in topics
     ]
     outs = await ctx.llm_json(reqs, "details")
+    # the user's own name is in every memory entry already; as a detail it anchors nothing
+    names = {norm_key(n) for n in (state.user_name, (state.user_name.split() or [""])[0]) if n}
     got: dict[str, list[str]] = {}
     for (_, ids), out in zip(topics, outs):
         for tid, phrases in out.items():
@@ -162,6 +164,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
             for ph in phrases:
                 text = clean_text(ph)
                 if not has_text(text) or norm_key(text) in seen or len(seen) >= cap:
+                    continue
+                if norm_key(text) in names:
+                    state.discard(text, "details", "the user's name, not a detail")
                     continue
                 if not stated_in(text, turn_text):
                     state.discard(text, "details", f"not stated in turn {tid}")
