@@ -87,6 +87,12 @@ class PipelineConfig(_Cfg):
     hallucination_verification: bool = Field(default=True, description="HV: grounding + NLI + atomic decomposition (§3.4).")
     relations: bool = Field(default=True, description="Rel: relation inference and verification (§3.2, §3.5).")
     detail_anchoring: bool = Field(default=True, description="DA: anchor details to events by turn id (§3.5).")
+    refile_details: bool = Field(
+        default=True,
+        description="Details: a detail not stated in the turn the LLM filed it under goes to the user turn of the "
+        "same topic that states it (most shared content words, then nearest) instead of being discarded "
+        "(not in the paper).",
+    )
     anchor_within_topic: bool = Field(
         default=True,
         description="DA: a detail whose turn no verified entry shares attaches to the nearest entries of its "

@@ -123,6 +123,35 @@ async def test_details_drop_the_users_own_name():
         ("Sarah Garcia", "the user's name, not a detail"), ("sarah", "the user's name, not a detail")]
 
 
+@pytest.mark.parametrize("refile", [True, False])
+async def test_details_filed_under_the_wrong_turn_go_to_the_turn_that_states_them(refile):
+    ctx = make_ctx(refile_details=refile)
+    ctx.services.llm.rules["details"] = const(
+        {"t1": ["park near house", "puppy named Max"], "t3": ["house", "the moon landing"]})
+    state = new_state(ctx)
+    state.topics = [["t1", "t2", "t3", "t4"]]
+    details = await extract_details(ctx, state)
+    discarded = [(d.text, d.reason) for d in state.discarded]
+    if refile:  # "park near house" is stated in t3, not t1; nothing states "the moon landing"
+        assert details == [("t1", "puppy named Max"), ("t3", "park near house"), ("t3", "house")]
+        assert discarded == [("the moon landing", "not stated in turn t3")]
+    else:
+        assert details == [("t1", "puppy named Max"), ("t3", "house")]
+        assert discarded == [("park near house", "not stated in turn t1"), ("the moon landing", "not stated in turn t3")]
+
+
+def test_home_turn_prefers_most_shared_words_then_nearest():
+    from promem_fast.stages.extract import home_turn
+
+    text_of = {"t1": "I like herbal tea.", "t3": "Herbal tea and fresh smoothies.", "t5": "Smoothies daily."}
+    ids = ["t1", "t3", "t5"]
+    assert home_turn("herbal tea", "t1", ids, text_of) == "t1"            # its own turn states it
+    assert home_turn("fresh smoothies", "t1", ids, text_of) == "t3"       # 2 shared words beat 1
+    assert home_turn("smoothies", "t5", ids, text_of) == "t5"
+    assert home_turn("smoothies", "t1", ids, text_of) == "t3"             # tie: nearest to t1
+    assert home_turn("jazz", "t1", ids, text_of) is None
+
+
 async def test_events_invalid_ids_dropped_and_fallback_to_topic_user_turns():
     ctx = make_ctx()
     state = new_state(ctx)

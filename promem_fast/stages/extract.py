@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..context import SessionContext
 from ..prompts.common import dialogue_block, turn_line
@@ -84,17 +84,32 @@ def stated_in(detail: str, turn_text: str) -> bool:
     4 characters also match by their first 4 (inflections: "painting" / "paints"). For
     scripts without spaces (CJK), any 2 consecutive characters of the detail must occur.
     """
+    return stated_words(detail, turn_text) > 0
+
+
+def stated_words(detail: str, turn_text: str) -> int:
+    """How many content words of ``detail`` occur in ``turn_text`` (the rule of :func:`stated_in`)."""
     turn = turn_text.lower()
+    n = 0
     for w in _WORD.findall(detail.lower()):
         if not w.isascii():
-            if any(w[i:i + 2] in turn for i in range(max(1, len(w) - 1))):
-                return True
-            continue
-        if w in _FILLER_WORDS or (len(w) < 3 and not w.isdigit()):
-            continue
-        if w in turn or (len(w) > 4 and w[:4] in turn):
-            return True
-    return False
+            n += any(w[i:i + 2] in turn for i in range(max(1, len(w) - 1)))
+        elif w not in _FILLER_WORDS and (len(w) >= 3 or w.isdigit()):
+            n += w in turn or (len(w) > 4 and w[:4] in turn)
+    return n
+
+
+def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:
+    """The turn among ``turn_ids`` (a topic's user turns, dialogue order) that states ``detail``:
+    ``claimed`` when it does, else the one sharing most of its content words, the nearest to
+    ``claimed`` on a tie; None when no turn states it. The 1.5B model often files a topic's
+    details one turn early ("I'd like to share my reading preference" gets "adventure novels")."""
+    if stated_in(detail, text_of[claimed]):
+        return claimed
+    pos = {t: k for k, t in enumerate(turn_ids)}
+    scored = [(stated_words(detail, text_of[t]), -abs(pos[t] - pos[claimed]), t) for t in turn_ids]
+    best = max(scored)
+    return best[2] if best[0] > 0 else None
 
 
 def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
@@ -152,27 +167,34 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     outs = await ctx.llm_json(reqs, "details")
     # the user's own name is in every memory entry already; as a detail it anchors nothing
     names = {norm_key(n) for n in (state.user_name, (state.user_name.split() or [""])[0]) if n}
+    text_of = {t: by_id[t].content for t in by_id}
     got: dict[str, list[str]] = {}
+    seen: dict[str, set[str]] = {}
     for (_, ids), out in zip(topics, outs):
         for tid, phrases in out.items():
             if tid not in ids:
                 logger.warning("session %s: details: dropped turn id %r (not a user turn of the topic)",
                                state.session.session_id, tid)
                 continue
-            seen: set[str] = set()
-            turn_text = by_id[tid].content
             for ph in phrases:
                 text = clean_text(ph)
-                if not has_text(text) or norm_key(text) in seen or len(seen) >= cap:
+                if not has_text(text):
                     continue
                 if norm_key(text) in names:
                     state.discard(text, "details", "the user's name, not a detail")
                     continue
-                if not stated_in(text, turn_text):
+                home = home_turn(text, tid, ids, text_of) if ctx.config.pipeline.refile_details else (
+                    tid if stated_in(text, text_of[tid]) else None)
+                if home is None:
                     state.discard(text, "details", f"not stated in turn {tid}")
                     continue
-                seen.add(norm_key(text))
-                got.setdefault(tid, []).append(text)
+                if home != tid:
+                    logger.debug("session %s: detail %r filed under %s, stated in %s",
+                                 state.session.session_id, text, tid, home)
+                keys = seen.setdefault(home, set())
+                if norm_key(text) not in keys and len(keys) < cap:
+                    keys.add(norm_key(text))
+                    got.setdefault(home, []).append(text)
     state.details = [(t.turn_id, d) for t in state.user_text_turns for d in got.get(t.turn_id, [])]
     return state.details
 
