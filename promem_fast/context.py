@@ -33,10 +33,19 @@ class Services:
 
     @classmethod
     def from_config(cls, cfg: Config) -> "Services":
-        """Build the backends named in ``cfg`` (lazy imports via the registry)."""
+        """Build the backends named in ``cfg`` (lazy imports via the registry).
+
+        ``llm.backend == "scripted"`` gets the rule-based responder of
+        :mod:`promem_fast.engine.scripted_rules` (schema-valid answers for every pipeline, QA
+        and store prompt), not the registry's bare ScriptedLLM, which has no rules."""
         from .backends.registry import create_embed, create_llm, create_nli
 
-        llm = create_llm(cfg.llm, cache_dir=cfg.cache_dir)
+        if cfg.llm.backend == "scripted":
+            from .engine.scripted_rules import scripted_llm
+
+            llm = scripted_llm()
+        else:
+            llm = create_llm(cfg.llm, cache_dir=cfg.cache_dir)
         nli = create_nli(cfg.nli, llm=llm, cache_dir=cfg.cache_dir)
         embed = create_embed(cfg.embed, cache_dir=cfg.cache_dir)
         return cls(llm=llm, nli=nli, embed=embed)

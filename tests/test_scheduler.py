@@ -195,3 +195,28 @@ def test_build_extractor_rejects_unknown_engine_and_services_from_config_scripte
         build_extractor(cfg, svc, engine="turbo")
     g = build_extractor(cfg, svc, engine="sequential")[0].extract(_session(1, 6))
     assert g.session_id == "s1" and g.models["llm"] == "scripted" and len(g.events) > 0
+
+
+def test_a_config_naming_the_scripted_backend_is_enough(tmp_path):
+    # the Python API, the store and the server build services from the config alone
+    import asyncio as aio
+
+    from promem_fast.extractor import Extractor
+    from promem_fast.qa import answer
+    from promem_fast.store import Memory
+
+    cfg = Config()
+    cfg.llm.backend, cfg.nli.backend, cfg.embed.backend = "scripted", "llm", "hash"
+    ex = Extractor(cfg)
+    g = ex.extract(_session(1, 6))
+    assert len(g.events) > 0 and g.models["llm"] == "scripted"
+    res = aio.run(answer("What did the user say?", [g], ex.services))
+    assert res.answer.startswith("Sam said") and any(u.text.startswith(res.answer) for u in res.retrieved)
+    with Memory(cfg, path=str(tmp_path / "mem")) as m:
+        added = m.add([{"role": "user", "content": "I adopted a cat named Milo last week."}],
+                      user_id="alice", user_name="Alice")
+        assert added["results"] and m.get_all(user_id="alice")["results"]
+        # a second session goes through NLI-checked consolidation against the first
+        m.add([{"role": "user", "content": "My cat Milo likes to sleep on the sofa."}],
+              user_id="alice", user_name="Alice")
+        assert len(m.get_all(user_id="alice")["results"]) >= len(added["results"])

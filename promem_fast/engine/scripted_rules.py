@@ -23,6 +23,7 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
   two halves.
 * adjudication ``{"action", "revised_fact"}``: DISCARD a fact with "Mars"; REVISE others to
   the turn's first 8 words.
+* QA answer ``{"answer"}``: the first 12 words of the first memory shown, else "I don't know".
 * relation probe / answerability / dialogue support, v1 evidence: fixed shapes; the
   boolean answers come from a CRC32 of the text, so they vary but never by run.
 """
@@ -101,6 +102,8 @@ def _kind(schema: Optional[dict]) -> str:
             return "supported"
         if "action" in keys:
             return "adjudicate"
+        if keys == {"answer"}:
+            return "answer"
         return "details"  # {turn_id: [str]}
     if t == "array":
         items = schema.get("items") or {}
@@ -136,6 +139,11 @@ def respond(req: LLMRequest) -> str:
         hyp = re.search(r"Entry: (.*)", text)
         ok = bool(prem and hyp) and _entailed(prem.group(1), hyp.group(1))
         return json.dumps({"label": "entailment" if ok else "neutral"})
+
+    if kind == "answer":  # QA: the first retrieved memory, or a refusal when none was given
+        mem = re.search(r"^Memories:\n- (?:\[[^\]]*\] )?(.+)$", text, re.M)
+        found = mem and mem.group(1) != "(no memories)"
+        return json.dumps({"answer": _words(mem.group(1), 12) if found else "I don't know"}, ensure_ascii=False)
 
     if kind == "details":
         props = req.json_schema.get("properties") or {}

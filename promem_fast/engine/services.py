@@ -292,7 +292,7 @@ def services_from_config(config: Any, *, scripted_latency_s: float = 0.0) -> Ser
     pipeline prompt with :func:`promem_fast.engine.scripted_rules.respond`, sleeping
     ``scripted_latency_s`` seconds per ``generate`` call (benchmarks, crash tests).
     """
-    if config.llm.backend != "scripted":
+    if config.llm.backend != "scripted" or not scripted_latency_s:
         return Services.from_config(config)
     from ..backends.registry import create_embed, create_nli
     from .scripted_rules import scripted_llm
