@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -115,12 +116,26 @@ def _load(args: argparse.Namespace):
     return sessions
 
 
+def _check_writable(path: Path, option: str) -> None:
+    """Raise ValueError naming ``option`` when ``path`` cannot be written (checked before any
+    model work, so a long extraction is not thrown away at the end)."""
+    if path.is_dir():
+        raise ValueError(f"{option}: {path} is a directory, expected a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".promem-write-check-"):
+            pass
+    except OSError as e:
+        raise ValueError(f"{option}: cannot write to {path.parent}: {e.strerror or e}") from None
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
     from .engine.scheduler import run_sessions
     from .engine.services import batched_services, services_from_config
     from .extractor import Extractor
 
     cfg = build_config(args)
+    _check_writable(args.out, "--out")
     sessions = _load(args)
     services = services_from_config(cfg)
     if cfg.engine.concurrency > 1:  # batch model calls across the sessions in flight
@@ -173,9 +188,25 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def _read_graphs(path: Path):
     from .schema import MemoryGraph
 
-    data = json.loads(path.read_text())
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
     items = data if isinstance(data, list) else [data]
-    return [MemoryGraph.model_validate(x) for x in items]
+    graphs = []
+    for k, x in enumerate(items):
+        try:
+            graphs.append(MemoryGraph.model_validate(x))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            raise ValueError(
+                f"{path}: item {k} is not a memory graph written by `promem-fast extract` "
+                f"(field {where}: {err['msg']}; {e.error_count()} error(s))"
+            ) from None
+    return graphs
 
 
 def cmd_qa(args: argparse.Namespace) -> int:
@@ -206,6 +237,8 @@ def cmd_bulk(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
+    if args.store.exists() and not args.store.is_dir():
+        raise ValueError(f"--store: {args.store} exists and is not a directory")
     serve(args.host, args.port, build_config(args), path=str(args.store),
           jobs_root=str(args.jobs_root) if args.jobs_root else None)
     return 0
@@ -254,9 +287,10 @@ def make_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bulk)
 
     s = sub.add_parser("serve", help="HTTP memory service (FastAPI)")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8420)
-    s.add_argument("--store", type=Path, default=Path("promem_data"), help="store directory (SQLite + FAISS)")
+    s.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8420, help="TCP port (default 8420)")
+    s.add_argument("--store", type=Path, default=Path("promem_data"),
+                   help="store directory, SQLite + FAISS (default ./promem_data)")
     s.add_argument("--jobs-root", type=Path, help="directory that POST /jobs may read input files from")
     _add_model_args(s)
     s.set_defaults(func=cmd_serve)

@@ -70,3 +70,37 @@ def test_concurrency_must_be_positive(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["extract", str(_dialogue(tmp_path / "d.json")), "--out", str(tmp_path / "o.json"), "--concurrency", "0"])
     assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+def test_unwritable_out_fails_before_any_extraction(tmp_path, capsys):
+    src = _dialogue(tmp_path / "d.json")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    rc = main(["extract", str(src), "--out", str(blocker / "graph.json"), "--llm", "scripted", "--embed", "hash"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --out: cannot write to") and "a_file" in err
+    assert "events" not in err  # nothing was extracted
+    rc = main(["extract", str(src), "--out", str(tmp_path), "--llm", "scripted", "--embed", "hash"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --out:") and "is a directory" in err
+
+
+def test_qa_on_a_file_that_is_not_a_graph_names_file_and_field(tmp_path, capsys):
+    bad = tmp_path / "turns.json"
+    bad.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    rc = main(["qa", str(bad), "q?", "--llm", "scripted", "--embed", "hash"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "turns.json: item 0 is not a memory graph" in err and "field session_id" in err
+    assert len(err.strip().splitlines()) == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"session_id": ')
+    rc = main(["qa", str(broken), "q?", "--llm", "scripted", "--embed", "hash"])
+    assert rc == 2 and "broken.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_serve_store_that_is_a_file_is_a_clear_error(tmp_path, capsys):
+    f = tmp_path / "store.json"
+    f.write_text("{}")
+    rc = main(["serve", "--store", str(f), "--llm", "scripted", "--embed", "hash"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --store:") and "not a directory" in err
