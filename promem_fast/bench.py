@@ -5,8 +5,8 @@
 
 Both engines run the same sessions in one process over the same backends (the batched
 engine only wraps them differently, engine/services.py). Output: one JSON line per
-engine, then one line with the ratio batched / sequential of sessions per second (and
-whether both engines produced the same graphs, timing fields aside).
+engine, then, when both engines ran, one line with the ratio batched / sequential of
+sessions per second (and whether both engines produced the same graphs, timing fields aside).
 
 Per-engine fields: sessions_per_s, wall_s, p50_session_s / p95_session_s (seconds from a
 session's start to its graph; in the batched engine this includes waiting on shared
@@ -195,8 +195,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--engine", default="sequential,batched", help="comma list of: sequential, batched")
     p.add_argument("--concurrency", type=int, default=16, help="batched engine: sessions in flight")
     p.add_argument("--llm", default="scripted", help="LLM backend: scripted | llamacpp | openai | vllm")
-    p.add_argument("--model", default=None, help="LLM model path or served name")
-    p.add_argument("--base-url", default=None, help="openai backend: server URL")
+    p.add_argument("--llm-model", "--model", dest="model", default=None, help="LLM model path or served name")
+    p.add_argument("--llm-url", "--base-url", dest="base_url", default=None, help="openai backend: server URL")
     p.add_argument("--parallel", type=int, default=None, help="LLM parallel sequences (llamacpp slots / openai concurrency)")
     p.add_argument("--latency-ms", type=float, default=50.0, help="scripted LLM: latency per generate() call (ms)")
     p.add_argument("--nli", default=None, help="NLI backend: llm | onnx (default: config's)")
@@ -250,10 +250,10 @@ async def amain(args: argparse.Namespace) -> list[dict[str, Any]]:
         graphs[eng] = [canonical(r.graph) if r.ok else None for r in results]
         print(json.dumps(rec, ensure_ascii=False), flush=True)
     by = {r["engine"]: r for r in records}
-    final: dict[str, Any] = {"metric": "ratio_batched_over_sequential"}
-    if "sequential" in by and "batched" in by:
+    if "sequential" in by and "batched" in by:  # the ratio line needs both engines
         s, b = by["sequential"]["sessions_per_s"], by["batched"]["sessions_per_s"]
-        final.update(
+        final: dict[str, Any] = dict(
+            metric="ratio_batched_over_sequential",
             ratio=round(b / s, 3) if s else None,
             sequential_sessions_per_s=s,
             batched_sessions_per_s=b,
@@ -262,8 +262,8 @@ async def amain(args: argparse.Namespace) -> list[dict[str, Any]]:
             concurrency=args.concurrency,
             llm=common["llm"],
         )
-    print(json.dumps(final), flush=True)
-    records.append(final)
+        print(json.dumps(final), flush=True)
+        records.append(final)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             for r in records:
@@ -272,12 +272,20 @@ async def amain(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m promem_fast.bench``; exit 1 when a session failed."""
+    """Entry point of ``python -m promem_fast.bench``; exit 1 when a session failed, 2 on bad
+    input (missing or malformed file, unknown backend, empty selection) with a one-line error."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.verbose:
         logger.setLevel(logging.INFO)
-    records = asyncio.run(amain(args))
+    from pydantic import ValidationError
+
+    try:
+        records = asyncio.run(amain(args))
+    except (FileNotFoundError, ValueError, ValidationError) as e:  # bad input or option: no traceback
+        logger.debug("bench failed", exc_info=True)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 1 if any(r.get("failed") for r in records) else 0
 
 

@@ -73,3 +73,23 @@ def test_bench_rejects_unknown_engine(tmp_path):
     inp = _input(tmp_path / "in.jsonl")
     with pytest.raises(SystemExit):
         main(["--input", str(inp), "--engine", "fast"])
+
+
+def test_bench_single_engine_prints_no_ratio_line(tmp_path, capsys):
+    inp = _input(tmp_path / "in.jsonl")
+    assert main(["--input", str(inp), "--sessions", "2", "--latency-ms", "0", "--engine", "sequential"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
+    assert [x.get("engine", x.get("metric")) for x in lines] == ["sequential"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--input", "{d}/nope.json"], "nope.json"),
+    (["--input", "{d}/bad.json"], "bad.json"),
+    (["--input", "{d}/in.jsonl", "--llm", "foo"], "foo"),
+])
+def test_bench_bad_input_is_a_one_line_error(tmp_path, capsys, extra, needle):
+    _input(tmp_path / "in.jsonl")
+    (tmp_path / "bad.json").write_text('[{"role": "user", ')
+    rc = main([x.format(d=tmp_path) for x in extra] + ["--sessions", "1", "--latency-ms", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: ") and needle in err and "Traceback" not in err
