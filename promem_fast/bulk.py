@@ -85,7 +85,8 @@ class BulkReport:
     total: sessions in the input (after de-duplication of ids); skipped: already done (or
     failed and not retried) before this run; ok / failed: finished in this run;
     tokens: prompt + completion tokens spent in this run; seconds: wall time of this run.
-    failures: ``{session_id: error}`` of every session failed in the database now.
+    failures: ``{session_id: error}`` of every session failed in the database now, from this
+    run or an earlier one (``failed_total`` in :meth:`as_dict`).
     """
 
     out_dir: str
@@ -101,7 +102,7 @@ class BulkReport:
         return {
             "out_dir": self.out_dir, "total": self.total, "skipped": self.skipped, "ok": self.ok,
             "failed": self.failed, "tokens": self.tokens, "seconds": round(self.seconds, 3),
-            "failures": self.failures,
+            "failed_total": len(self.failures), "failures": self.failures,
         }
 
 
@@ -465,6 +466,9 @@ def bulk_command(
         return 2
     for sid, err in rep.failures.items():
         print(f"failed: {sid}: {err}", file=sys.stderr)
+    if len(rep.failures) > rep.failed:
+        print(f"{len(rep.failures) - rep.failed} session(s) failed in an earlier run and were not retried; "
+              "--retry-failed redoes them", file=sys.stderr)
     print(json.dumps(rep.as_dict(), ensure_ascii=False))
     return 1 if rep.failures else 0
 

@@ -183,6 +183,7 @@ def test_failed_sessions_are_listed_and_retry_failed_redoes_them(tmp_path):
     seen.clear()
     rep2 = run_bulk([inp], out, "jsonl", 2, _cfg(), extractor=extract, progress=False)
     assert seen == [] and rep2.skipped == N_SESSIONS + 1  # plain resume does not redo failures
+    assert rep2.as_dict()["failed"] == 0 and rep2.as_dict()["failed_total"] == 2  # none new, two on record
 
     rep3 = run_bulk([inp], out, "jsonl", 2, _cfg(), retry_failed=True, extractor=extract, progress=False)
     assert sorted(seen) == sorted(["job/s1", EMPTY_ID])
