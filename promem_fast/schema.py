@@ -175,6 +175,11 @@ class MemoryGraph(_Model):
     session_id: str
     user_name: str
     variant: str
+    ablations: list[str] = Field(
+        default_factory=list,
+        description='Pipeline switches that were off (Table 2): "no-details", "no-cc", "no-hv", "no-da", "no-rel"; '
+        "empty for the full pipeline and for variants without those stages.",
+    )
     events: list[Event] = Field(default_factory=list)
     details: list[Detail] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)

@@ -60,6 +60,7 @@ def test_full_promem_graph_exact():
     assert g.events[0].dates == ["2023-05-07"] and g.events[0].timestamp == DAY
     assert g.events[2].original_text == "Alice started a new job at Acme as a data engineer."
     assert detail_rows(g) == FULL_DETAILS and {d.anchored_by for d in g.details} == {"turn"}
+    assert g.ablations == []
     assert [(r.source, r.type, r.target, r.probe_question) for r in g.relations] == [
         ("e3", "causal", "e4", "Why did Alice buy a bike?")]
     assert [(t.id, t.turn_ids) for t in g.topics] == [("t1", ["t1", "t2", "t3", "t4"]), ("t2", ["t5", "t6", "t7", "t8"])]
@@ -152,12 +153,14 @@ def test_no_detail_anchoring_leaves_details_unanchored():
     g, _ = run(detail_anchoring=False)
     assert [(d.id, d.text, d.turn_id) for d in g.details] == [r[:3] for r in FULL_DETAILS]
     assert all(d.event_ids == [] and d.anchored_by is None for d in g.details)
+    assert g.ablations == ["no-da"]
     assert event_rows(g) == FULL_EVENTS and "anchor" not in g.stats.stages
 
 
 def test_no_relations_skips_inference_and_verification():
     g, svc = run(relations=False)
     assert g.relations == [] and "relations" not in stages_called(svc) and "relation_verify" not in stages_called(svc)
+    assert g.ablations == ["no-rel"]
     assert event_rows(g) == FULL_EVENTS and detail_rows(g) == FULL_DETAILS
 
 

@@ -107,10 +107,20 @@ def build_graph(ctx: SessionContext, state: PipelineState, variant: str) -> Memo
         for k, ids in enumerate(state.topics)
     ]
     return MemoryGraph(
-        session_id=sess.session_id, user_name=state.user_name, variant=variant, events=events,
+        session_id=sess.session_id, user_name=state.user_name, variant=variant,
+        ablations=ablations(p) if variant == "promem" else [], events=events,
         details=details, relations=relations, topics=topics, discarded=list(state.discarded),
         stats=ctx.graph_stats(), models=ctx.services.model_names(),
     )
+
+
+ABLATION_SWITCHES = (("details", "no-details"), ("completeness_check", "no-cc"),
+                     ("hallucination_verification", "no-hv"), ("detail_anchoring", "no-da"), ("relations", "no-rel"))
+
+
+def ablations(p) -> list[str]:
+    """Names of the ProMem switches turned off in pipeline config ``p`` (Table 2 order)."""
+    return [name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
 
 
 async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:
