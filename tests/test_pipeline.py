@@ -157,6 +157,25 @@ def test_no_detail_anchoring_leaves_details_unanchored():
     assert event_rows(g) == FULL_EVENTS and "anchor" not in g.stats.stages
 
 
+def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
+    from conftest import DETAILS, EVENTS
+
+    rules = promem_rules()
+    # the LLM files "park near house" under t1 (it is said in t3), and no event of t3 exists
+    rules["details"] = keyed({"t1, t3": {"t1": ["puppy named Max", "adopted yesterday", "park near house"]},
+                              "t6, t8": DETAILS["t6, t8"]})
+    rules["events"] = keyed({**EVENTS, "Turns t1 to t4": EVENTS["Turns t1 to t4"][:1]})
+    g, _ = run(services=make_services(rules=rules))
+    assert not any("t3" in e.source_turn_ids for e in g.events)
+    rows = [(d.text, d.turn_id, d.event_ids, d.anchored_by) for d in g.details]
+    assert rows[:3] == [("puppy named Max", "t1", ["e1"], "turn"), ("adopted yesterday", "t1", ["e1"], "turn"),
+                        ("park near house", "t3", ["e1"], "topic")]
+    g_off, _ = run(services=make_services(rules=rules), refile_details=False, anchor_within_topic=False)
+    assert "park near house" not in [d.text for d in g_off.details]
+    assert ("details", "park near house", "not stated in turn t1") in [
+        (d.stage, d.text, d.reason) for d in g_off.discarded]
+
+
 def test_no_relations_skips_inference_and_verification():
     g, svc = run(relations=False)
     assert g.relations == [] and "relations" not in stages_called(svc) and "relation_verify" not in stages_called(svc)

@@ -133,8 +133,9 @@ async def test_details_filed_under_the_wrong_turn_go_to_the_turn_that_states_the
     details = await extract_details(ctx, state)
     discarded = [(d.text, d.reason) for d in state.discarded]
     if refile:  # "park near house" is stated in t3, not t1; nothing states "the moon landing"
-        assert details == [("t1", "puppy named Max"), ("t3", "park near house"), ("t3", "house")]
-        assert discarded == [("the moon landing", "not stated in turn t3")]
+        # t3's own detail first, then the one moved to it
+        assert details == [("t1", "puppy named Max"), ("t3", "house"), ("t3", "park near house")]
+        assert discarded == [("the moon landing", "not stated in any user turn of its topic")]
     else:
         assert details == [("t1", "puppy named Max"), ("t3", "house")]
         assert discarded == [("park near house", "not stated in turn t1"), ("the moon landing", "not stated in turn t3")]
@@ -150,6 +151,18 @@ def test_home_turn_prefers_most_shared_words_then_nearest():
     assert home_turn("smoothies", "t5", ids, text_of) == "t5"
     assert home_turn("smoothies", "t1", ids, text_of) == "t3"             # tie: nearest to t1
     assert home_turn("jazz", "t1", ids, text_of) is None
+    # equally near on both sides: the later turn wins, by dialogue position, not by id string
+    ids2, text2 = ["D1:9", "D1:10", "D1:11"], {"D1:9": "Jazz.", "D1:10": "I'd like to share something.", "D1:11": "Jazz."}
+    assert home_turn("jazz", "D1:10", ids2, text2) == "D1:11"
+
+
+async def test_a_turns_own_details_take_its_cap_before_refiled_ones():
+    ctx = make_ctx(max_details_per_turn=2)
+    # t1's "park near house" belongs to t3; t3's own two details come first and fill its cap
+    ctx.services.llm.rules["details"] = const({"t1": ["park near house"], "t3": ["park", "house"]})
+    state = new_state(ctx)
+    state.topics = [["t1", "t2", "t3", "t4"]]
+    assert await extract_details(ctx, state) == [("t3", "park"), ("t3", "house")]
 
 
 async def test_events_invalid_ids_dropped_and_fallback_to_topic_user_turns():

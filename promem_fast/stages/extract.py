@@ -102,14 +102,15 @@ def stated_words(detail: str, turn_text: str) -> int:
 def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:
     """The turn among ``turn_ids`` (a topic's user turns, dialogue order) that states ``detail``:
     ``claimed`` when it does, else the one sharing most of its content words, the nearest to
-    ``claimed`` on a tie; None when no turn states it. The 1.5B model often files a topic's
+    ``claimed`` on a tie (the later one when two are as near); None when no turn states it. The 1.5B model often files a topic's
     details one turn early ("I'd like to share my reading preference" gets "adventure novels")."""
     if stated_in(detail, text_of[claimed]):
         return claimed
     pos = {t: k for k, t in enumerate(turn_ids)}
-    scored = [(stated_words(detail, text_of[t]), -abs(pos[t] - pos[claimed]), t) for t in turn_ids]
-    best = max(scored)
-    return best[2] if best[0] > 0 else None
+    # Ties on distance go to the later turn (the topic's content follows its announcement);
+    # comparing the id strings would order "D1:10" before "D1:9".
+    best = max(turn_ids, key=lambda t: (stated_words(detail, text_of[t]), -abs(pos[t] - pos[claimed]), pos[t]))
+    return best if stated_words(detail, text_of[best]) > 0 else None
 
 
 def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
@@ -168,8 +169,8 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     # the user's own name is in every memory entry already; as a detail it anchors nothing
     names = {norm_key(n) for n in (state.user_name, (state.user_name.split() or [""])[0]) if n}
     text_of = {t: by_id[t].content for t in by_id}
-    got: dict[str, list[str]] = {}
-    seen: dict[str, set[str]] = {}
+    refile = ctx.config.pipeline.refile_details
+    placed: list[tuple[bool, str, str]] = []  # (moved, home turn, text)
     for (_, ids), out in zip(topics, outs):
         for tid, phrases in out.items():
             if tid not in ids:
@@ -183,18 +184,24 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
                 if norm_key(text) in names:
                     state.discard(text, "details", "the user's name, not a detail")
                     continue
-                home = home_turn(text, tid, ids, text_of) if ctx.config.pipeline.refile_details else (
+                home = home_turn(text, tid, ids, text_of) if refile else (
                     tid if stated_in(text, text_of[tid]) else None)
                 if home is None:
-                    state.discard(text, "details", f"not stated in turn {tid}")
+                    state.discard(text, "details", "not stated in any user turn of its topic" if refile
+                                  else f"not stated in turn {tid}")
                     continue
                 if home != tid:
                     logger.debug("session %s: detail %r filed under %s, stated in %s",
                                  state.session.session_id, text, tid, home)
-                keys = seen.setdefault(home, set())
-                if norm_key(text) not in keys and len(keys) < cap:
-                    keys.add(norm_key(text))
-                    got.setdefault(home, []).append(text)
+                placed.append((home != tid, home, text))
+    # A turn's own details take its cap before details moved to it from another turn.
+    got: dict[str, list[str]] = {}
+    seen: dict[str, set[str]] = {}
+    for _, home, text in sorted(placed, key=lambda p: p[0]):
+        keys = seen.setdefault(home, set())
+        if norm_key(text) not in keys and len(keys) < cap:
+            keys.add(norm_key(text))
+            got.setdefault(home, []).append(text)
     state.details = [(t.turn_id, d) for t in state.user_text_turns for d in got.get(t.turn_id, [])]
     return state.details
 
