@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -32,18 +32,22 @@ class Services:
     xref: Any = None  # kernels.dispatch callable; None = default dispatcher
 
     @classmethod
-    def from_config(cls, cfg: Config) -> "Services":
+    def from_config(cls, cfg: Config, *, scripted_latency_s: float = 0.0,
+                    scripted_rules: Optional[Callable[[Any], str]] = None) -> "Services":
         """Build the backends named in ``cfg`` (lazy imports via the registry).
 
-        ``llm.backend == "scripted"`` gets the rule-based responder of
-        :mod:`promem_fast.engine.scripted_rules` (schema-valid answers for every pipeline, QA
-        and store prompt), not the registry's bare ScriptedLLM, which has no rules."""
+        ``llm.backend == "scripted"`` gets a rule-based responder, not the registry's bare
+        ScriptedLLM, which has no rules: ``scripted_rules`` (LLMRequest -> JSON text; default
+        :func:`promem_fast.engine.scripted_rules.respond`, schema-valid answers for every
+        pipeline, QA and store prompt), sleeping ``scripted_latency_s`` seconds per
+        ``generate`` call (benchmarks, crash tests). Both are ignored for other backends."""
         from .backends.registry import create_embed, create_llm, create_nli
 
         if cfg.llm.backend == "scripted":
-            from .engine.scripted_rules import scripted_llm
+            from .backends.llm.scripted import ScriptedLLM
+            from .engine.scripted_rules import respond
 
-            llm = scripted_llm()
+            llm = ScriptedLLM(rules=scripted_rules or respond, latency_s=scripted_latency_s)
         else:
             llm = create_llm(cfg.llm, cache_dir=cfg.cache_dir)
         nli = create_nli(cfg.nli, llm=llm, cache_dir=cfg.cache_dir)

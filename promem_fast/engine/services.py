@@ -286,18 +286,5 @@ def batcher_stats(services: Services) -> dict[str, dict[str, Any]]:
 
 
 def services_from_config(config: Any, *, scripted_latency_s: float = 0.0) -> Services:
-    """``Services.from_config`` that also understands ``llm.backend == "scripted"``.
-
-    The registry's bare ScriptedLLM has no rules; here the scripted LLM answers every
-    pipeline prompt with :func:`promem_fast.engine.scripted_rules.respond`, sleeping
-    ``scripted_latency_s`` seconds per ``generate`` call (benchmarks, crash tests).
-    """
-    if config.llm.backend != "scripted" or not scripted_latency_s:
-        return Services.from_config(config)
-    from ..backends.registry import create_embed, create_nli
-    from .scripted_rules import scripted_llm
-
-    llm = scripted_llm(scripted_latency_s)
-    nli = create_nli(config.nli, llm=llm, cache_dir=config.cache_dir)
-    embed = create_embed(config.embed, cache_dir=config.cache_dir)
-    return Services(llm=llm, nli=nli, embed=embed)
+    """:meth:`Services.from_config` (kept for callers of the engine module)."""
+    return Services.from_config(config, scripted_latency_s=scripted_latency_s)

@@ -489,7 +489,8 @@ def scripted_eval_respond(req: LLMRequest) -> str:
     ``--llm scripted`` (smoke runs without a model); other stages go to
     :func:`promem_fast.engine.scripted_rules.respond`.
 
-    qa: the first retrieved memory line, "I don't know" when there is none. Integrity: share
+    QA answers come from the engine's rules (the first 12 words of the first retrieved
+    memory, "I don't know" when there is none). Integrity: share
     of the reference's words found in the system memories (all -> 2, >= half -> 1, else 0),
     quoting all of them. Accuracy: 2 quoting the whole dialogue, included when a word is shared with the reference memories. QA: Correct when
     every gold-answer word is in the answer, Omission when it declines, else Hallucination.
@@ -499,10 +500,6 @@ def scripted_eval_respond(req: LLMRequest) -> str:
     import json
 
     text = "\n".join(m.get("content", "") for m in req.messages)
-    if req.stage == "qa":
-        mems = [ln[2:] for ln in _section(text, "Memories:\n", "\n\nQuestion:").splitlines() if ln.startswith("- ")]
-        ans = mems[0] if mems and mems[0] != "(no memories)" else "I don't know"
-        return json.dumps({"answer": ans})
     if req.stage == "judge_integrity":
         ref = _words(_section(text, "REFERENCE MEMORY:\n", "\n\nSYSTEM MEMORIES"))
         shown = _section(text, "SYSTEM MEMORIES:\n", "\n\nSteps")

@@ -36,19 +36,12 @@ __all__ = ["BENCHMARKS", "build_services", "main", "run_eval"]
 
 
 def build_services(config: Config) -> Services:
-    """Services from ``config``; with ``llm.backend == "scripted"`` the scripted LLM answers
-    pipeline prompts with the engine's scripted rules and the harness's own stages (QA,
-    judges) with :func:`.judges.scripted_eval_respond` (a smoke run without a model)."""
-    if config.llm.backend != "scripted":
-        return Services.from_config(config)
-    from ..backends.llm.scripted import ScriptedLLM
-    from ..backends.registry import create_embed, create_nli
+    """Services from ``config``; with ``llm.backend == "scripted"`` the scripted LLM answers the
+    harness's judges with :func:`.judges.scripted_eval_respond` and every other prompt with
+    the engine's scripted rules (a smoke run without a model)."""
     from .judges import scripted_eval_respond
 
-    llm = ScriptedLLM(rules=scripted_eval_respond)
-    nli = create_nli(config.nli, llm=llm, cache_dir=config.cache_dir)
-    embed = create_embed(config.embed, cache_dir=config.cache_dir)
-    return Services(llm=llm, nli=nli, embed=embed)
+    return Services.from_config(config, scripted_rules=scripted_eval_respond)
 
 
 def _split(spec: Optional[str]) -> Optional[list[str]]:
