@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -118,15 +119,22 @@ def _load(args: argparse.Namespace):
 
 def _check_writable(path: Path, option: str) -> None:
     """Raise ValueError naming ``option`` when ``path`` cannot be written (checked before any
-    model work, so a long extraction is not thrown away at the end)."""
+    model work, so a long extraction is not thrown away at the end). Creates nothing: the
+    nearest existing folder above ``path`` gets a temporary file, removed at once."""
     if path.is_dir():
         raise ValueError(f"{option}: {path} is a directory, expected a file path")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option}: {path} exists and is not writable")
+    base = path.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise ValueError(f"{option}: {base} is a file, so {path.parent} cannot be created")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".promem-write-check-"):
+        with tempfile.NamedTemporaryFile(dir=base, prefix=".promem-write-check-"):
             pass
     except OSError as e:
-        raise ValueError(f"{option}: cannot write to {path.parent}: {e.strerror or e}") from None
+        raise ValueError(f"{option}: cannot write to {base}: {e.strerror or e}") from None
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
@@ -190,11 +198,22 @@ def _read_graphs(path: Path):
 
     from pydantic import ValidationError
 
+    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    items = data if isinstance(data, list) else [data]
+        # JSON Lines, one graph per line (bulk's graphs.jsonl)
+        lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+        if len(lines) < 2:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+        items = []
+        for n, ln in lines:
+            try:
+                items.append(json.loads(ln))
+            except json.JSONDecodeError as e2:
+                raise ValueError(f"{path}: line {n} is not valid JSON ({e2}); expected a graph "
+                                 "JSON or JSON Lines with one graph per line") from None
     graphs = []
     for k, x in enumerate(items):
         try:
@@ -270,7 +289,7 @@ def make_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_extract)
 
     q = sub.add_parser("qa", help="answer a question from extracted memory (top-k retrieval + LLM)")
-    q.add_argument("memory", type=Path, help="graph JSON written by extract")
+    q.add_argument("memory", type=Path, help="graph JSON written by extract, or bulk's graphs.jsonl")
     q.add_argument("question")
     q.add_argument("--top-k", type=_positive, help="entries retrieved (default 20)")
     q.add_argument("--show-context", action="store_true", help="print retrieved entries to stderr")

@@ -48,6 +48,26 @@ def test_extract_several_sessions_concurrently_writes_a_list(tmp_path):
     assert [g.session_id for g in graphs] == ["s0", "s1", "s2"]
 
 
+def test_qa_reads_json_lines_of_graphs_as_bulk_writes_them(tmp_path, capsys):
+    sessions = [{"session_id": f"s{i}", "user_name": "Ana", "turns": [
+        {"role": "user", "content": text, "timestamp": "2024-05-01T08:00:00"}]}
+        for i, text in enumerate(["Ran 12 kilometres along the river today.", "Baked sourdough bread for my sister."])]
+    src = tmp_path / "sessions.json"
+    src.write_text(json.dumps(sessions))
+    out = tmp_path / "graphs.json"
+    assert main(["extract", str(src), "--out", str(out), "--llm", "scripted", "--embed", "hash"]) == 0
+    jsonl = tmp_path / "graphs.jsonl"
+    jsonl.write_text("".join(json.dumps(g) + "\n" for g in json.loads(out.read_text())))
+    capsys.readouterr()
+    assert main(["qa", str(jsonl), "What did Ana bake?", "--llm", "scripted", "--embed", "hash", "--show-context"]) == 0
+    res = capsys.readouterr()
+    assert "s0/" in res.err and "s1/" in res.err  # both graphs were searched
+    assert res.out.strip() != "I don't know"
+    jsonl.write_text(jsonl.read_text() + "{broken\n")
+    assert main(["qa", str(jsonl), "q?", "--llm", "scripted", "--embed", "hash"]) == 2
+    assert "graphs.jsonl: line 3 is not valid JSON" in capsys.readouterr().err
+
+
 def test_openai_backend_without_url_is_a_clear_error(tmp_path):
     src = _dialogue(tmp_path / "d.json")
     with pytest.raises(SystemExit, match="--llm-url"):
@@ -72,17 +92,30 @@ def test_concurrency_must_be_positive(tmp_path, capsys):
     assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
 
 
-def test_unwritable_out_fails_before_any_extraction(tmp_path, capsys):
+def test_unwritable_out_fails_before_any_extraction(tmp_path, capsys, monkeypatch):
+    import promem_fast.engine.services as services_mod
+
+    def no_models(*a, **k):
+        raise AssertionError("models were loaded before --out was checked")
+
+    monkeypatch.setattr(services_mod, "services_from_config", no_models)
     src = _dialogue(tmp_path / "d.json")
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
-    rc = main(["extract", str(src), "--out", str(blocker / "graph.json"), "--llm", "scripted", "--embed", "hash"])
+    rc = main(["extract", str(src), "--out", str(blocker / "sub" / "graph.json"), "--llm", "scripted", "--embed", "hash"])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: --out: cannot write to") and "a_file" in err
-    assert "events" not in err  # nothing was extracted
+    assert rc == 2 and err.startswith("error: --out:") and "a_file is a file" in err
     rc = main(["extract", str(src), "--out", str(tmp_path), "--llm", "scripted", "--embed", "hash"])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: --out:") and "is a directory" in err
+
+
+def test_the_out_check_creates_no_folders(tmp_path, capsys):
+    # the check passes, the input is missing: nothing may be left behind
+    rc = main(["extract", str(tmp_path / "nope.json"), "--out", str(tmp_path / "new" / "sub" / "g.json"),
+               "--llm", "scripted", "--embed", "hash"])
+    assert rc == 2 and "nope.json" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_qa_on_a_file_that_is_not_a_graph_names_file_and_field(tmp_path, capsys):
