@@ -218,16 +218,36 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-async def amain(args: argparse.Namespace) -> list[dict[str, Any]]:
+def prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
+    """Config, the selected sessions and the model services for ``args``.
+
+    Raises FileNotFoundError / ValueError / pydantic.ValidationError on a missing or malformed
+    input, an empty selection, an unknown backend or an unwritable ``--out``."""
     from .engine.services import services_from_config
     from .io import load_sessions
 
     cfg = build_config(args)
+    if args.out:
+        out = Path(args.out)
+        if out.is_dir():
+            raise ValueError(f"--out: {out} is a directory, expected a file path")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "a", encoding="utf-8"):
+            pass
     sessions = load_sessions(args.input, args.format, sample=args.sample, sessions=args.select)
+    if not sessions:
+        raise ValueError(f"--input: no sessions selected in {args.input}")
     if len(sessions) < args.sessions:
         logger.warning("only %d sessions in %s (asked for %d)", len(sessions), args.input, args.sessions)
     sessions = sessions[: args.sessions]
     raw = services_from_config(cfg, scripted_latency_s=args.latency_ms / 1000.0)
+    return cfg, sessions, raw
+
+
+async def amain(args: argparse.Namespace, prepared: Optional[tuple[Any, list[Any], Any]] = None) -> list[dict[str, Any]]:
+    """Run the engines of ``args`` and print their JSON lines; ``prepared`` is :func:`prepare`'s
+    result (computed here when None)."""
+    cfg, sessions, raw = prepared or prepare(args)
     warmup = args.warmup if args.warmup is not None else (0 if args.llm == "scripted" else 1)
     if warmup:
         await run_engine("sequential", sessions[:warmup], cfg, raw, 1)
@@ -280,12 +300,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         logger.setLevel(logging.INFO)
     from pydantic import ValidationError
 
-    try:
-        records = asyncio.run(amain(args))
-    except (FileNotFoundError, ValueError, ValidationError) as e:  # bad input or option: no traceback
-        logger.debug("bench failed", exc_info=True)
+    try:  # only the set-up: a ValueError raised while the engines run keeps its traceback
+        prepared = prepare(args)
+    except (FileNotFoundError, ValueError, ValidationError, OSError) as e:  # bad input or option
+        logger.debug("bench set-up failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    records = asyncio.run(amain(args, prepared))
     return 1 if any(r.get("failed") for r in records) else 0
 
 

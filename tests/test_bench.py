@@ -86,6 +86,7 @@ def test_bench_single_engine_prints_no_ratio_line(tmp_path, capsys):
     (["--input", "{d}/nope.json"], "nope.json"),
     (["--input", "{d}/bad.json"], "bad.json"),
     (["--input", "{d}/in.jsonl", "--llm", "foo"], "foo"),
+    (["--input", "{d}/in.jsonl", "--out", "{d}"], "--out"),
 ])
 def test_bench_bad_input_is_a_one_line_error(tmp_path, capsys, extra, needle):
     _input(tmp_path / "in.jsonl")
