@@ -217,6 +217,9 @@ def test_a_config_naming_the_scripted_backend_is_enough(tmp_path):
                       user_id="alice", user_name="Alice")
         assert added["results"] and m.get_all(user_id="alice")["results"]
         # a second session goes through NLI-checked consolidation against the first
-        m.add([{"role": "user", "content": "My cat Milo likes to sleep on the sofa."}],
-              user_id="alice", user_name="Alice")
-        assert len(m.get_all(user_id="alice")["results"]) >= len(added["results"])
+        second = m.add([{"role": "user", "content": "My cat Milo likes to sleep on the sofa."}],
+                       user_id="alice", user_name="Alice")
+        assert [r["event"] for r in second["results"]] == ["ADD", "ADD"]  # new facts, nothing updated
+        kept = m.get_all(user_id="alice")["results"]
+        assert [r["id"] for r in kept] == [r["id"] for r in added["results"] + second["results"]]
+        assert {r["status"] for r in kept} == {"active"}
