@@ -178,6 +178,8 @@ class MemoryGraph(_Model):
     ablations: list[str] = Field(
         default_factory=list,
         description='Pipeline switches that were off (Table 2): "no-details", "no-cc", "no-hv", "no-da", "no-rel"; '
+        'then this engine\'s own checks that were off while their stage ran: "no-refile" (details), '
+        '"no-topic-anchor" (detail anchoring), "no-head-claim" (hallucination verification); '
         "empty for the full pipeline and for variants without those stages.",
     )
     events: list[Event] = Field(default_factory=list)

@@ -171,9 +171,23 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
     assert rows[:3] == [("puppy named Max", "t1", ["e1"], "turn"), ("adopted yesterday", "t1", ["e1"], "turn"),
                         ("park near house", "t3", ["e1"], "topic")]
     g_off, _ = run(services=make_services(rules=rules), refile_details=False, anchor_within_topic=False)
+    assert g.ablations == [] and g_off.ablations == ["no-refile", "no-topic-anchor"]
     assert "park near house" not in [d.text for d in g_off.details]
     assert ("details", "park near house", "not stated in turn t1") in [
         (d.stage, d.text, d.reason) for d in g_off.discarded]
+
+
+@pytest.mark.parametrize("switches, names", [
+    (dict(details=False, refile_details=False), ["no-details"]),  # no stage, no check to name
+    (dict(completeness_check=False, relations=False), ["no-cc", "no-rel"]),
+    (dict(hallucination_verification=False, check_head_claim=False), ["no-hv"]),
+    (dict(check_head_claim=False, detail_anchoring=False, anchor_within_topic=False), ["no-da", "no-head-claim"]),
+])
+def test_ablations_name_the_switches_that_were_off(switches, names):
+    from promem_fast.config import PipelineConfig
+    from promem_fast.stages.pipeline import ablations
+
+    assert ablations(PipelineConfig(**switches)) == names
 
 
 def test_no_relations_skips_inference_and_verification():

@@ -118,9 +118,18 @@ ABLATION_SWITCHES = (("details", "no-details"), ("completeness_check", "no-cc"),
                      ("hallucination_verification", "no-hv"), ("detail_anchoring", "no-da"), ("relations", "no-rel"))
 
 
+# This engine's own checks (not in the paper), each with the paper stage it refines.
+EXTENSION_SWITCHES = (("refile_details", "details", "no-refile"),
+                      ("anchor_within_topic", "detail_anchoring", "no-topic-anchor"),
+                      ("check_head_claim", "hallucination_verification", "no-head-claim"))
+
+
 def ablations(p) -> list[str]:
-    """Names of the ProMem switches turned off in pipeline config ``p`` (Table 2 order)."""
-    return [name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
+    """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
+    order), then this engine's own checks whose stage ran (``no-refile``,
+    ``no-topic-anchor``, ``no-head-claim``)."""
+    return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
+            + [name for field, stage, name in EXTENSION_SWITCHES if getattr(p, stage) and not getattr(p, field)])
 
 
 async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:
