@@ -75,7 +75,7 @@ def memory_units(graphs: Sequence[MemoryGraph]) -> list[MemoryUnit]:
                 rels.setdefault(r.target, []).append(note)
         for e in g.events:
             text = e.text.rstrip()
-            if not _SENTENCE_END.search(text):
+            if (details.get(e.id) or rels.get(e.id)) and not _SENTENCE_END.search(text):
                 text += "."  # so "Details:" does not read as part of the event's last clause
             if details.get(e.id):
                 text += " Details: " + "; ".join(details[e.id]) + "."

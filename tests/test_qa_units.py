@@ -52,3 +52,5 @@ def test_unit_text_ends_the_event_sentence_before_its_details():
     u1, u2 = memory_units([g])
     assert u1.text.startswith("Sarah Garcia is a Female. Details: uplifting pop music;")
     assert u2.text.startswith("莎拉不喜欢重金属。 Details:")  # a full stop of any script ends it
+    bare = g.model_copy(update={"details": [], "relations": []})
+    assert [u.text for u in memory_units([bare])] == ["Sarah Garcia is a Female", "莎拉不喜欢重金属。"]  # nothing follows: text as stored
