@@ -102,8 +102,9 @@ def stated_words(detail: str, turn_text: str) -> int:
 def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:
     """The turn among ``turn_ids`` (a topic's user turns, dialogue order) that states ``detail``:
     ``claimed`` when it does, else the one sharing most of its content words, the nearest to
-    ``claimed`` on a tie (the later one when two are as near); None when no turn states it. The 1.5B model often files a topic's
-    details one turn early ("I'd like to share my reading preference" gets "adventure novels")."""
+    ``claimed`` on a tie (the later one when two are as near); None when no turn states it.
+    The 1.5B model often files a topic's details one turn early ("I'd like to share my
+    reading preference" gets "adventure novels")."""
     if stated_in(detail, text_of[claimed]):
         return claimed
     pos = {t: k for k, t in enumerate(turn_ids)}
