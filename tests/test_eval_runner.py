@@ -30,6 +30,7 @@ from promem_fast.eval.harness import EvalOptions
 from promem_fast.eval.judges import proxy_qa_label
 from promem_fast.extractor import Extractor
 from promem_fast.io import load_sessions
+from promem_fast.schema import MemoryGraph
 
 # ------------------------------------------------------------------ scripted judge / QA rules
 
@@ -198,6 +199,12 @@ def test_halumem_eval_through_cli_exact(tmp_path, monkeypatch, capsys):
     assert one["halumem_output"] == str(f)
     assert validate_halumem_output(f) == 1
     assert validate_halumem_output(out / "promem_fast-promem" / "promem_fast_eval_results.jsonl") == 1
+    # the extracted graphs of each variant, one per line, in session order
+    for v, per in (("promem", pro), ("one-off", one)):
+        lines = (out / "graphs" / f"{v}.jsonl").read_text().splitlines()
+        graphs = [MemoryGraph.from_json(x) for x in lines]
+        assert [g.session_id for g in graphs] == [r["session_id"] for r in per["per_session"]]
+        assert {g.variant for g in graphs} == {"one-off" if v == "one-off" else "promem"}
     line = json.loads(f.read_text())
     assert line["uuid"] == "u-1" and line["user_name"] == "Alice" and len(line["sessions"]) == 2
     s1 = line["sessions"][0]
@@ -564,6 +571,7 @@ def test_longmemeval_eval_per_type(tmp_path):
     assert a["accuracy_by_type"] == {"abstention": 1.0, "single-session-user": 1.0, "temporal-reasoning": 0.0}
     assert a["accuracy"] == pytest.approx(2 / 3)
     assert a["sessions"] == 2  # h1 is shared by q1 and q2_abs and extracted once
+    assert len((tmp_path / "o" / "graphs" / "one-off.jsonl").read_text().splitlines()) == 2
     assert sum(c.stage == "oneoff" for c in llm.calls) == 2
     qa_prompts = [c.messages[-1]["content"] for c in llm.calls if c.stage == "qa"]
     assert all("[Current date: 2023-05-20]" in p for p in qa_prompts)

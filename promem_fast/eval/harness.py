@@ -44,6 +44,8 @@ class EvalOptions:
     update_top_k: HaluMem memory update: memories retrieved per update memory point
     (HaluMem's reference writer uses 10).
     nli_lo / nli_hi: cosine thresholds of the proxy judge.
+    graphs_dir: where each variant's extracted graphs are written as ``{variant}.jsonl``
+    (:func:`save_graphs`; set to ``OUT/graphs`` by the ``eval`` runner; None: not written).
     """
 
     variants: list[str] = field(default_factory=lambda: ["promem"])
@@ -59,6 +61,7 @@ class EvalOptions:
     nli_lo: float = 0.6
     nli_hi: float = 0.8
     concurrency: int = 1
+    graphs_dir: Optional[Path] = None
 
 
 @dataclass
@@ -134,6 +137,19 @@ async def extract_sessions(sessions: Sequence[Session], config: Config, services
     return out
 
 
+def save_graphs(extracted: Sequence[ExtractedSession], graphs_dir: Optional[Path], variant: str) -> Optional[Path]:
+    """Write the graphs of ``extracted`` to ``graphs_dir/{variant}.jsonl`` (one MemoryGraph
+    JSON per line, input order, failed sessions left out; ``promem-fast qa`` reads it) so a
+    run's scores can be traced to what was extracted. Returns the path, None without a dir."""
+    if graphs_dir is None:
+        return None
+    graphs_dir.mkdir(parents=True, exist_ok=True)
+    path = graphs_dir / f"{variant}.jsonl"
+    path.write_text("".join(e.graph.to_json(indent=None) + "\n" for e in extracted if e.graph is not None),
+                    encoding="utf-8")
+    return path
+
+
 def qa_services(services: Services) -> Services:
     """Services for QA and judging: same backends, embeddings memoised."""
     embed = services.embed if isinstance(services.embed, CachedEmbed) else CachedEmbed(services.embed)
@@ -167,6 +183,7 @@ class QARun:
             logger.info("variant %s: extracting %d session(s)", v, len(sessions))
             extracted = await extract_sessions(sessions, config, services, v, opts.concurrency)
             logger.info("variant %s: extracted in %.1f s; answering and judging", v, time.perf_counter() - t0)
+            save_graphs(extracted, opts.graphs_dir, v)
             self.models = self.models or models_label(extracted, services, config, self.judge)
             yield v, extracted, failed_before
 

@@ -35,6 +35,7 @@ from .harness import (
     mean,
     models_label,
     qa_services,
+    save_graphs,
 )
 from .judges import QAItem, make_judge
 
@@ -78,6 +79,7 @@ async def evaluate_longmemeval(path: Path, config: Config, services: Services, o
     for v in opts.variants:
         failed_before = judge.stats.failed.copy()
         extracted = await extract_sessions(list(unique.values()), config, services, v, opts.concurrency)
+        save_graphs(extracted, opts.graphs_dir, v)
         models = models or models_label(extracted, services, config, judge)
         graph_of = {e.session.session_id: e.graph for e in extracted}
         qtexts = []

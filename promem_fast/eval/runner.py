@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -71,6 +72,8 @@ async def arun_eval(
     if not input_path.is_file():
         raise FileNotFoundError(f"input file not found: {input_path}")
     services = services or build_services(config)
+    if opts.graphs_dir is None:
+        opts = dataclasses.replace(opts, graphs_dir=out / "graphs")
     if benchmark == "halumem":
         from ..io import load_sessions
         from .halumem_eval import evaluate_halumem
