@@ -105,6 +105,13 @@ class PipelineConfig(_Cfg):
         "reads a long entry that copies the turn's reason as entailed even when its main claim flips "
         "'likes' to 'dislikes' (not in the paper).",
     )
+    check_polarity: bool = Field(
+        default=True,
+        description="HV: an entry or atomic fact whose main clause the grounding turn's best-matching clause "
+        "states with the opposite polarity (one negated by not / n't / never / dislike / hate, the other not; "
+        ">= 2 and >= 60 % shared content words) is a contradiction without an NLI call. The 1.5B judge read "
+        "'likes first-person shooters' as entailed by 'I don't like to play first-person shooters' (not in the paper).",
+    )
 
     # thresholds
     tau_comp: float = Field(default=0.6, description="Completeness threshold on max cosine event x draft (§4.1).")

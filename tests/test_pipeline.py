@@ -180,7 +180,8 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
 @pytest.mark.parametrize("switches, names", [
     (dict(details=False, refile_details=False), ["no-details"]),  # no stage, no check to name
     (dict(completeness_check=False, relations=False), ["no-cc", "no-rel"]),
-    (dict(hallucination_verification=False, check_head_claim=False), ["no-hv"]),
+    (dict(hallucination_verification=False, check_head_claim=False, check_polarity=False), ["no-hv"]),
+    (dict(check_polarity=False), ["no-polarity"]),
     (dict(check_head_claim=False, detail_anchoring=False, anchor_within_topic=False), ["no-da", "no-head-claim"]),
 ])
 def test_ablations_name_the_switches_that_were_off(switches, names):

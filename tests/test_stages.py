@@ -295,6 +295,58 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
     assert (state.entries[0].text, state.entries[0].status, len(state.entries[0].nli)) == (flipped, "kept", 1)
 
 
+@pytest.mark.parametrize("hyp, premise, clash", [
+    ("Sarah likes to play first-person shooters, because they are intense.",
+     "I don't like to play first-person shooters, because I find them too intense.", True),
+    ("Sarah doesn’t like to play first-person shooters.", "I don't like to play first-person shooters.", False),
+    ("Sarah dislikes strategy games.", "I don't like puzzle games. I like to play strategy games.", True),
+    # the main clause wins the tie with the reason clause that names the same games
+    ("Sarah likes puzzle games.", "I don't like puzzle games, because puzzle games frustrate me.", True),
+    ("Sarah never skips breakfast.", "I always eat breakfast at 7.", False),  # one shared word: no decision
+    ("Sarah has no chronic diseases.", "My health is normal, with no chronic diseases.", False),
+    ("Sarah went hiking.", "I did not go hiking, I went hiking the week after.", False),  # two clauses, two polarities
+    ("Sarah lives in Miami.", "I no longer live in Boston, I live in Miami now.", False),
+    ("Sarah lives in Boston.", "I no longer live in Boston, I live in Miami now.", True),  # "lives" / "live"
+])
+def test_polarity_clash(hyp, premise, clash):
+    from promem_fast.stages.verify import polarity_clash
+
+    assert polarity_clash(hyp, premise, "Sarah Garcia") is clash
+
+
+async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call():
+    sess = Session(session_id="s7", user_name="Alice", turns=[Turn(
+        turn_id="t1", role="user",
+        content="I don't like puzzle games, because they frustrate me. I like to play strategy games.")])
+    flipped = "Alice likes puzzle games, because they are relaxing."
+    nli = FakeNLI(default="entailment")  # as lenient as the 1.5B judge
+    rules = {"verify": keyed({f"Entry: {flipped}": ["Alice likes puzzle games.", "Alice finds puzzle games relaxing."],
+                              "Fact: Alice likes puzzle games.": {"action": "REVISE",
+                                                                  "revised_fact": "Alice doesn't like puzzle games."},
+                              "Fact: Alice finds puzzle games relaxing.": {"action": "DISCARD", "revised_fact": None}})}
+    ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=nli))
+    state = new_state(ctx)
+    state.entries = [Entry(flipped, "draft", "kept", ["t1"]), Entry("Alice likes to play strategy games.", "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    e = state.entries
+    assert [(v.hypothesis, v.label, v.by) for v in e[0].nli] == [
+        (flipped, "contradiction", "polarity"), ("Alice likes puzzle games.", "contradiction", "polarity"),
+        ("Alice likes puzzle games.", "contradiction", "polarity"),
+        # "relaxing" is not "frustrate", but the rule sees only "puzzle games" said in a negated clause
+        ("Alice finds puzzle games relaxing.", "contradiction", "polarity")]
+    assert (e[0].text, e[0].status) == ("Alice doesn't like puzzle games.", "revised")
+    assert (e[1].status, [(v.label, v.by) for v in e[1].nli]) == ("kept", [("entailment", "nli")])
+    # only the pairs the rule could not decide went to the NLI service
+    assert [h for _, h in nli.pairs] == ["Alice likes to play strategy games."]
+    # switched off: the lenient judge keeps the flipped entry as written
+    ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=FakeNLI(default="entailment")),
+                   check_polarity=False)
+    state = new_state(ctx)
+    state.entries = [Entry(flipped, "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    assert (state.entries[0].text, state.entries[0].status) == (flipped, "kept")
+
+
 async def test_hallucination_verification():
     nli = FakeNLI({
         "Alice adopted a puppy named Max yesterday.": "entailment",

@@ -121,13 +121,14 @@ ABLATION_SWITCHES = (("details", "no-details"), ("completeness_check", "no-cc"),
 # This engine's own checks (not in the paper), each with the paper stage it refines.
 EXTENSION_SWITCHES = (("refile_details", "details", "no-refile"),
                       ("anchor_within_topic", "detail_anchoring", "no-topic-anchor"),
-                      ("check_head_claim", "hallucination_verification", "no-head-claim"))
+                      ("check_head_claim", "hallucination_verification", "no-head-claim"),
+                      ("check_polarity", "hallucination_verification", "no-polarity"))
 
 
 def ablations(p) -> list[str]:
     """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
     order), then this engine's own checks whose stage ran (``no-refile``,
-    ``no-topic-anchor``, ``no-head-claim``)."""
+    ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``)."""
     return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
             + [name for field, stage, name in EXTENSION_SWITCHES if getattr(p, stage) and not getattr(p, field)])
 

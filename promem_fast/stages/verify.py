@@ -57,6 +57,70 @@ def head_claim(text: str) -> Optional[str]:
     return head + "." if len(head.split()) >= 3 else None
 
 
+# Polarity rule: words that negate a clause, sentiment verbs (not content: "likes X" and
+# "doesn't like X" are about the same X), and function words that carry no content.
+_NEGATORS = frozenset("not no never nor none neither nothing cannot dislike dislikes disliked "
+                      "hate hates hated".split())
+_SENTIMENT = frozenset("like likes liked love loves loved enjoy enjoys enjoyed prefer prefers preferred "
+                       "fan fond keen".split())
+_FUNCTION = frozenset("the and for are was were with that this have has had been does did doing "
+                      "she her hers his him they them their its you your our very really just too also "
+                      "from into about find finds found feel feels felt because since would could should "
+                      "will can may might must shall than then there here what which who whom whose "
+                      "when where why how all any some much many more most such only own same".split())
+_POL_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_INFLECTION = re.compile(r"(?<=[a-z]{3})(?:ing|ed|s)$")
+# a clause ends at punctuation or "but" / "however" (a main clause follows) or at a subordinator
+_CLAUSE = re.compile(r"([.!?;,:]|\b(?:but|however)\b)|\b(?:because|since|while|although|though|whereas)\b")
+
+
+def _clause_words(clause: str, skip: frozenset) -> tuple[bool, set[str]]:
+    """(negated, content words) of one clause; a content word loses "ing" / "ed" / "s" and is
+    cut to 5 characters, so inflections match ("plays" / "playing", "games" / "game")."""
+    words = _POL_WORD.findall(clause)
+    negated = any(w in _NEGATORS or w.endswith("n't") for w in words)
+    content = {_INFLECTION.sub("", w)[:5] for w in words
+               if len(w) >= 3 and "'" not in w and w not in _NEGATORS and w not in _SENTIMENT
+               and w not in _FUNCTION and w not in skip}
+    return negated, content
+
+
+def polarity_clash(hypothesis: str, premise: str, user_name: str = "") -> bool:
+    """True when the premise clause that best matches the hypothesis's main clause says the
+    opposite: one of the two is negated ("not", "n't", "never", "dislike", "hate", ...) and
+    the other is not, and they share at least 2 content words and 60 % of the hypothesis's.
+
+    A rule for what a small NLI judge misses: it reads "Sarah likes first-person shooters" as
+    entailed by "I don't like to play first-person shooters" (HaluMem user3 session 3). No
+    decision (False) when the best clause is not unique or the overlap is smaller.
+    """
+    skip = frozenset(_POL_WORD.findall(user_name.lower()))
+    h_neg, h_words = _clause_words(_clauses(hypothesis)[0][0], skip)
+    if len(h_words) < 2:
+        return False
+    scored = []
+    for clause, main in _clauses(premise):
+        neg, words = _clause_words(clause, skip)
+        # a main clause wins a tie with a subordinate one ("..., because puzzle games frustrate me")
+        scored.append(((len(h_words & words), main), neg))
+    best = max(k for k, _ in scored)
+    if best[0] < 2 or best[0] < 0.6 * len(h_words):
+        return False
+    pols = {neg for k, neg in scored if k == best}
+    return len(pols) == 1 and h_neg not in pols
+
+
+def _clauses(text: str) -> list[tuple[str, bool]]:
+    """``text`` (lower-cased) cut into (clause, is main clause) pairs at :data:`_CLAUSE`."""
+    text = text.replace("\u2019", "'").lower()
+    out, start, main = [], 0, True
+    for m in _CLAUSE.finditer(text):
+        out.append((text[start:m.start()], main))
+        start, main = m.end(), m.group(1) is not None
+    out.append((text[start:], main))
+    return [(c, mn) for c, mn in out if c.strip()] or [("", True)]
+
+
 def _best_within(vec: np.ndarray, turn_vecs: np.ndarray, cand: list[int]) -> int:
     x = cross_reference(vec[None, :], turn_vecs[cand], 0.0)
     return cand[int(x.argmax[0])]
@@ -112,12 +176,20 @@ async def _nli_check(
     """One batched NLI call for ``items`` of (key, entry index, text): each text (and its main
     clause, :func:`_hypotheses`) against the entry's premise turn. Every verdict is also
     recorded on the entry. Returns the verdicts per key, in hypothesis order."""
-    sess, name, check_head = state.session, state.user_name, ctx.config.pipeline.check_head_claim
-    pairs = [(key, i, h) for key, i, text in items for h in _hypotheses(text, check_head)]
-    res = await ctx.nli([(premise_text(premise_turn[i], sess, name), h) for _, i, h in pairs], "verify")
+    p = ctx.config.pipeline
+    sess, name = state.session, state.user_name
+    pairs = [(key, i, h) for key, i, text in items for h in _hypotheses(text, p.check_head_claim)]
+    # a clause the turn plainly negates (or affirms) the other way needs no NLI call
+    clash = [p.check_polarity and polarity_clash(h, premise_turn[i].content, name) for _, i, h in pairs]
+    asked = [(premise_text(premise_turn[i], sess, name), h) for (_, i, h), c in zip(pairs, clash) if not c]
+    res = iter(await ctx.nli(asked, "verify") if asked else [])
     out: dict[Hashable, list[NLIVerdict]] = {key: [] for key, _, _ in items}
-    for (key, i, h), r in zip(pairs, res):
-        v = _verdict(premise_turn[i], h, r)
+    for (key, i, h), c in zip(pairs, clash):
+        if c:
+            v = NLIVerdict(premise_turn_id=premise_turn[i].turn_id, hypothesis=h, label="contradiction",
+                           score=1.0, by="polarity")
+        else:
+            v = _verdict(premise_turn[i], h, next(res))
         state.entries[i].nli.append(v)
         out[key].append(v)
     return out
