@@ -223,7 +223,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
 
     Raises FileNotFoundError / ValueError / pydantic.ValidationError on a missing or malformed
     input, an empty selection, an unknown backend or an unwritable ``--out``."""
-    from .engine.services import services_from_config
+    from .context import Services
     from .io import load_sessions
 
     cfg = build_config(args)
@@ -240,7 +240,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
     if len(sessions) < args.sessions:
         logger.warning("only %d sessions in %s (asked for %d)", len(sessions), args.input, args.sessions)
     sessions = sessions[: args.sessions]
-    raw = services_from_config(cfg, scripted_latency_s=args.latency_ms / 1000.0)
+    raw = Services.from_config(cfg, scripted_latency_s=args.latency_ms / 1000.0)
     return cfg, sessions, raw
 
 

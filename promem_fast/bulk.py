@@ -342,9 +342,9 @@ async def arun_bulk(
         if todo:
             if extractor is None:
                 from .engine.scheduler import build_extractor
-                from .engine.services import services_from_config
+                from .context import Services
 
-                services = services or services_from_config(config, scripted_latency_s=scripted_latency_s)
+                services = services or Services.from_config(config, scripted_latency_s=scripted_latency_s)
                 extractor, _ = build_extractor(
                     config, services, engine="sequential" if concurrency == 1 else "batched", concurrency=concurrency
                 )

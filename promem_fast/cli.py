@@ -139,13 +139,14 @@ def _check_writable(path: Path, option: str) -> None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from .engine.scheduler import run_sessions
-    from .engine.services import batched_services, services_from_config
+    from .context import Services
+    from .engine.services import batched_services
     from .extractor import Extractor
 
     cfg = build_config(args)
     _check_writable(args.out, "--out")
     sessions = _load(args)
-    services = services_from_config(cfg)
+    services = Services.from_config(cfg)
     if cfg.engine.concurrency > 1:  # batch model calls across the sessions in flight
         services = batched_services(services, cfg.engine)
     bars = StageBars(len(sessions))
@@ -229,12 +230,12 @@ def _read_graphs(path: Path):
 
 
 def cmd_qa(args: argparse.Namespace) -> int:
-    from .engine.services import services_from_config
+    from .context import Services
     from .qa import answer
 
     cfg = build_config(args)
     graphs = _read_graphs(args.memory)
-    services = services_from_config(cfg)
+    services = Services.from_config(cfg)
     res = asyncio.run(answer(args.question, graphs, services, top_k=args.top_k or cfg.pipeline.top_k))
     if args.show_context:
         for u, s in zip(res.retrieved, res.scores):

@@ -93,12 +93,12 @@ def test_concurrency_must_be_positive(tmp_path, capsys):
 
 
 def test_unwritable_out_fails_before_any_extraction(tmp_path, capsys, monkeypatch):
-    import promem_fast.engine.services as services_mod
+    from promem_fast.context import Services
 
     def no_models(*a, **k):
         raise AssertionError("models were loaded before --out was checked")
 
-    monkeypatch.setattr(services_mod, "services_from_config", no_models)
+    monkeypatch.setattr(Services, "from_config", classmethod(no_models))
     src = _dialogue(tmp_path / "d.json")
     blocker = tmp_path / "a_file"
     blocker.write_text("x")

@@ -184,12 +184,12 @@ def test_failing_session_is_isolated_inside_shared_batches():
     assert [_zero_timing(r.graph) for r in res[:3]] == [_zero_timing(r.graph) for r in ref]
 
 
-def test_build_extractor_rejects_unknown_engine_and_services_from_config_scripted():
-    from promem_fast.engine.services import services_from_config
+def test_build_extractor_rejects_unknown_engine_and_scripted_services_from_config():
+    from promem_fast.context import Services
 
     cfg = Config()
     cfg.llm.backend, cfg.nli.backend, cfg.embed.backend = "scripted", "llm", "hash"
-    svc = services_from_config(cfg, scripted_latency_s=0.0)
+    svc = Services.from_config(cfg, scripted_latency_s=0.0)
     assert svc.llm.name == "scripted" and svc.nli.llm is svc.llm and svc.embed.name == "hash"
     with pytest.raises(ValueError, match="engine must be"):
         build_extractor(cfg, svc, engine="turbo")

@@ -283,8 +283,3 @@ def batcher_stats(services: Services) -> dict[str, dict[str, Any]]:
         if b is not None:
             out[key] = b.stats.as_dict()
     return out
-
-
-def services_from_config(config: Any, *, scripted_latency_s: float = 0.0) -> Services:
-    """:meth:`Services.from_config` (kept for callers of the engine module)."""
-    return Services.from_config(config, scripted_latency_s=scripted_latency_s)

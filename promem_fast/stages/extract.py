@@ -110,8 +110,9 @@ def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mappi
     pos = {t: k for k, t in enumerate(turn_ids)}
     # Ties on distance go to the later turn (the topic's content follows its announcement);
     # comparing the id strings would order "D1:10" before "D1:9".
-    best = max(turn_ids, key=lambda t: (stated_words(detail, text_of[t]), -abs(pos[t] - pos[claimed]), pos[t]))
-    return best if stated_words(detail, text_of[best]) > 0 else None
+    words = {t: stated_words(detail, text_of[t]) for t in turn_ids}
+    best = max(turn_ids, key=lambda t: (words[t], -abs(pos[t] - pos[claimed]), pos[t]))
+    return best if words[best] > 0 else None
 
 
 def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
