@@ -113,6 +113,18 @@ class PipelineConfig(_Cfg):
         "'likes first-person shooters' as entailed by 'I don't like to play first-person shooters' (not in the paper).",
     )
 
+    recover_details: bool = Field(
+        default=True,
+        description="CC: after HV, each user turn with extracted details that no live entry states (every "
+        "content word of the detail in one entry) is read again in one short LLM call; its facts that repeat "
+        "no entry are added (origin 'detail', status 'recovered') and verified by HV like the others. The "
+        "paper's CC compares only events with the draft; with the 1.5B model an event can name a topic "
+        "without its content ('shared her reading preference') and match nothing useful (not in the paper).",
+    )
+    max_detail_recoveries: int = Field(
+        default=8, ge=0, description="recover_details: most user turns read again per session (most uncovered details first)."
+    )
+
     # thresholds
     tau_comp: float = Field(default=0.6, description="Completeness threshold on max cosine event x draft (§4.1).")
     seg_threshold_start: float = Field(default=0.2, description="Topic cut threshold start (LightMem's segmentation).")

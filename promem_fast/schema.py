@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["user", "assistant", "system", "other"]
 EntryStatus = Literal["kept", "revised", "recovered"]
-EntryOrigin = Literal["draft", "event", "supplement"]
+EntryOrigin = Literal["draft", "event", "detail", "supplement"]
 NLILabel = Literal["entailment", "neutral", "contradiction"]
 RelationType = Literal["causal", "temporal"]
 
@@ -104,7 +104,7 @@ class Event(_Model):
 
     id: str = Field(description="Node id, 'e1', 'e2', ... in output order.")
     text: str
-    origin: EntryOrigin = Field(description="draft = initial draft; event = recovered topic event; supplement = v1 coverage pass.")
+    origin: EntryOrigin = Field(description="draft = initial draft; event = recovered topic event; detail = recovered from a turn whose details no entry stated; supplement = v1 coverage pass.")
     status: EntryStatus
     source_turn_ids: list[str] = Field(default_factory=list, description="Turns that ground the entry.")
     dates: list[str] = Field(default_factory=list, description="Absolute dates (ISO 8601) of the entry's time expressions.")
@@ -184,7 +184,8 @@ class MemoryGraph(_Model):
         default_factory=list,
         description='Pipeline switches that were off (Table 2): "no-details", "no-cc", "no-hv", "no-da", "no-rel"; '
         'then this engine\'s own checks that were off while their stage ran: "no-refile" (details), '
-        '"no-topic-anchor" (detail anchoring), "no-head-claim" and "no-polarity" (hallucination verification); '
+        '"no-topic-anchor" (detail anchoring), "no-head-claim" and "no-polarity" (hallucination verification), '
+        '"no-detail-recovery" (completeness check); '
         "empty for the full pipeline and for variants without those stages.",
     )
     events: list[Event] = Field(default_factory=list)

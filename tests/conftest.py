@@ -175,6 +175,8 @@ ANSWERABLE = {
     "Why did Alice buy a bike?": {"answerable": False, "answer": ""},
 }
 SUPPORTED = {"Claim: A leads to B.": {"supported": True}}
+# "park near house" (t3) is in no verified entry, so t3 is read again; the answer repeats e2
+RECOVER = {"Turn: [t3]": ["Alice takes Max to the park."]}
 NLI_VERDICTS = {
     "Alice adopted a puppy named Max yesterday.": "entailment",
     "Alice started a new job at Acme as a data engineer.": "neutral",
@@ -195,6 +197,7 @@ def promem_rules() -> dict[str, Any]:
         "draft": const(DRAFT),
         "verify": keyed({**DECOMPOSE, **ADJUDICATE}),
         "relation_verify": keyed({**SUPPORTED, **ANSWERABLE, **PROBES}),
+        "recover": keyed(RECOVER),
     }
 
 

@@ -81,7 +81,8 @@ def test_emoji_only_turn_yields_no_detail_and_is_never_asked_about():
 
 def test_stats_count_calls_and_tokens_per_stage_exactly():
     g, svc = run()
-    expected_calls = {"details": 2, "events": 2, "relations": 1, "draft": 1, "verify": 3, "relation_verify": 5}
+    expected_calls = {"details": 2, "events": 2, "relations": 1, "draft": 1, "verify": 3, "relation_verify": 5,
+                      "recover": 1}
     assert stages_called(svc) == expected_calls
     for stage, n in expected_calls.items():
         st = g.stats.stages[stage]
@@ -89,10 +90,10 @@ def test_stats_count_calls_and_tokens_per_stage_exactly():
         assert st.llm_calls == n
         assert st.prompt_tokens == sum(count_tokens(" ".join(m["content"] for m in c.messages)) for c in calls)
     assert g.stats.stages["verify"].nli_pairs == 8  # 5 entries + 3 atomic facts
-    assert g.stats.llm_calls == 14
+    assert g.stats.llm_calls == 15
     assert g.stats.prompt_tokens == sum(s.prompt_tokens for s in g.stats.stages.values())
     assert set(g.stats.stages) == {"segment", "details", "events", "relations", "draft", "completeness",
-                                   "verify", "relation_verify", "anchor"}
+                                   "verify", "recover", "relation_verify", "anchor"}
 
 
 def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
@@ -119,7 +120,8 @@ def test_on_stage_callback_reports_start_and_end():
     ex = Extractor(make_config(), make_services(), on_stage=lambda s, st, ph: seen.append((s, st, ph)))
     ex.extract(make_session())
     assert seen[0] == ("s1", "segment", "start")
-    for st in ("details", "events", "relations", "draft", "completeness", "verify", "relation_verify", "anchor"):
+    for st in ("details", "events", "relations", "draft", "completeness", "verify", "recover", "relation_verify",
+               "anchor"):
         assert ("s1", st, "start") in seen and ("s1", st, "end") in seen
     assert seen[-1] == ("s1", "anchor", "end")
 
@@ -165,6 +167,7 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
     rules["details"] = keyed({"t1, t3": {"t1": ["puppy named Max", "adopted yesterday", "park near house"]},
                               "t6, t8": DETAILS["t6, t8"]})
     rules["events"] = keyed({**EVENTS, "Turns t1 to t4": EVENTS["Turns t1 to t4"][:1]})
+    rules["recover"] = const([])  # t3, read again for its detail, yields nothing new
     g, _ = run(services=make_services(rules=rules))
     assert not any("t3" in e.source_turn_ids for e in g.events)
     rows = [(d.text, d.turn_id, d.event_ids, d.anchored_by) for d in g.details]
@@ -177,11 +180,43 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
         (d.stage, d.text, d.reason) for d in g_off.discarded]
 
 
+def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_verified():
+    from conftest import NLI_VERDICTS, RECOVER
+
+    rules = promem_rules()
+    new = "Alice walks Max in the park near her house."
+    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much."]})
+    nli = FakeNLI({**NLI_VERDICTS, new: "entailment"})
+    g, svc = run(services=make_services(rules=rules, nli=nli))
+    (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
+    assert task_of(call).startswith("Turn: [t3] Alice (user): Max loves the park near my house.\n"
+                                    'The memory of Alice misses what this turn says about: "park near house".')
+    # the repeat of e2 is dropped, the first-person copy discarded, the new fact verified against t3
+    assert event_rows(g) == FULL_EVENTS[:2] + [("e3", new, "recovered", "detail", ["t3"])] + [
+        (f"e{int(r[0][1:]) + 1}",) + r[1:] for r in FULL_EVENTS[2:]]
+    assert g.events[2].nli[0].premise_turn_id == "t3" and g.events[2].nli[0].label == "entailment"
+    assert ("recover", "I love that park so much.", "first-person copy of a dialogue line, not a third-person fact") in [
+        (d.stage, d.text, d.reason) for d in g.discarded]
+    assert [d.event_ids for d in g.details if d.text == "park near house"] == [["e2", "e3"]]
+
+    g_off, svc_off = run(services=make_services(rules=rules, nli=nli), recover_details=False)
+    assert g_off.ablations == ["no-detail-recovery"] and "recover" not in stages_called(svc_off)
+    assert event_rows(g_off) == FULL_EVENTS
+    _, svc_zero = run(services=make_services(rules=rules, nli=nli), max_detail_recoveries=0)
+    assert "recover" not in stages_called(svc_zero)
+
+
+def task_of(req) -> str:
+    return req.messages[-1]["content"].split("### Task\n", 1)[1]
+
+
 @pytest.mark.parametrize("switches, names", [
     (dict(details=False, refile_details=False), ["no-details"]),  # no stage, no check to name
     (dict(completeness_check=False, relations=False), ["no-cc", "no-rel"]),
     (dict(hallucination_verification=False, check_head_claim=False, check_polarity=False), ["no-hv"]),
     (dict(check_polarity=False), ["no-polarity"]),
+    (dict(recover_details=False), ["no-detail-recovery"]),
+    (dict(completeness_check=False, recover_details=False), ["no-cc"]),
     (dict(check_head_claim=False, detail_anchoring=False, anchor_within_topic=False), ["no-da", "no-head-claim"]),
 ])
 def test_ablations_name_the_switches_that_were_off(switches, names):

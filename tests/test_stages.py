@@ -10,7 +10,7 @@ import pytest
 from promem_fast.prompts.common import dialogue_block
 from promem_fast.schema import Session, Turn
 from promem_fast.stages.anchor import anchor_details
-from promem_fast.stages.complete import completeness_check
+from promem_fast.stages.complete import completeness_check, uncovered_details
 from promem_fast.stages.extract import FIRST_PERSON_REASON, abstract_events, extract_details, extract_draft, infer_relations, parse_edges
 from promem_fast.stages.pipeline import build_graph
 from promem_fast.stages.relate import verify_relations
@@ -536,3 +536,22 @@ def test_details_must_be_stated_in_their_turn():
     assert stated_in("Mel", "Hey Mel! Good to see you!")
     assert stated_in("2023", "We moved in 2023.")
     assert stated_in("北京大学", "我在北京读书")                  # CJK: 2-character overlap
+
+
+def test_uncovered_details_are_those_no_live_entry_states_word_for_word():
+    s = Session(session_id="s", user_name="Sarah", turns=[
+        Turn(turn_id="t1", role="user", content="I like herbal teas but not sugary sodas."),
+        Turn(turn_id="t2", role="user", content="I read biographies."),
+    ])
+    st = PipelineState.create(s, "Sarah", dialogue_block(s, "Sarah"))
+    st.entries = [Entry("Sarah likes to drink herbal teas.", "draft", "kept", ["t1"]),
+                  Entry("Sarah likes sugary sodas.", "draft", "kept", ["t1"], discarded=True),
+                  Entry("Sarah reads a biography of a leader.", "draft", "kept", ["t2"])]
+    st.details = [("t1", "herbal teas"), ("t1", "sugary sodas"), ("t1", "the"), ("t2", "biographies"),
+                  ("t2", "biographies of leaders")]
+    # a discarded entry states nothing; "the" has no content word; words longer than 4 letters
+    # match by their first 4 ("biographies" / "biography"), so one entry states all of
+    # "biographies of leaders" ("of" is no content word)
+    assert uncovered_details(st) == {"t1": ["sugary sodas"]}
+    st.entries[2].text = "Sarah reads biographies."  # "leaders" now in no entry
+    assert uncovered_details(st) == {"t1": ["sugary sodas"], "t2": ["biographies of leaders"]}

@@ -19,6 +19,7 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
 * relations ``[[a, type, b]]``: consecutive event pairs, alternating causal / temporal (<= 3).
 * NLI judge ``{"label"}``: entailment when every word of the entry (the user's name and
   filler aside) occurs in the turn, else neutral.
+* a turn read again for its uncovered details ``[str]``: the fact rule above on that turn.
 * atomic decomposition ``[str]``: the entry split before " on Mars" when present, else in
   two halves.
 * adjudication ``{"action", "revised_fact"}``: DISCARD a fact with "Mars"; REVISE others to
@@ -188,6 +189,11 @@ def respond(req: LLMRequest) -> str:
         for j in range(min(len(ev) - 1, 3)):
             rels.append([ev[j], "causal" if j % 2 == 0 else "temporal", ev[j + 1]])
         return json.dumps(rels[:max_items])
+
+    recover = re.search(r"^Turn: \[[^\]]+\] .*? \((?:user|assistant|system|other)\): (.*)$", task, re.M)
+    if kind == "strings" and recover:  # a turn read again for its uncovered details
+        who = re.search(r"The memory of (.+?) misses", task)
+        return json.dumps([_fact(who.group(1) if who else user, recover.group(1))][:max_items], ensure_ascii=False)
 
     if kind == "strings":  # atomic decomposition
         m = re.search(r"Entry: (.*)", task)

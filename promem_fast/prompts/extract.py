@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backends.base import LLMRequest
-from .common import PHRASE_CHARS, id_list, session_messages, str_list_schema, text_schema
+from .common import PHRASE_CHARS, id_list, session_messages, standalone_messages, str_list_schema, text_schema
 
 # Completion caps (tokens): the most a full, schema-bounded answer can need (~80 tokens per
 # fact of <= 240 characters with its turn ids, ~18 per detail phrase), so a complete answer is never cut off.
@@ -117,3 +117,25 @@ def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
         f'At most {max_facts}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
     return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), facts_max_tokens(max_facts), stage="draft")
+
+
+def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts: int) -> LLMRequest:
+    """Re-read one user turn whose details no memory entry states (completeness check on
+    details; this engine's extension of §3.3). Short standalone prompt: only the turn.
+
+    Args:
+        turn: the turn's dialogue line (``turn_line``).
+        missing: the turn's details that no live entry states, shown as what to look for.
+
+    Output JSON: ``["fact", ...]``, at most ``max_facts``.
+    """
+    quoted = "; ".join(f'"{m}"' for m in missing)
+    instr = (
+        f"Turn: {turn}\n"
+        f"The memory of {user_name} misses what this turn says about: {quoted}. Write each fact "
+        f"this turn states about {user_name}, one standalone third-person sentence each with "
+        f"{user_name} as subject, keeping whether {user_name} likes or dislikes something and why. "
+        f'At most {max_facts}. JSON: ["...", "..."]'
+    )
+    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
+                      stage="recover")

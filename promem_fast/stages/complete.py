@@ -4,6 +4,9 @@ Cross-reference matrix ``S(e_i, m_j)`` = cosine of event and draft-entry embeddi
 ``Match(e_i) = max_j S > tau_comp`` (0.6). Unmatched events E_miss are recovered:
 ``M_comp = M_draft ∪ E_miss``. Matched events map to their argmax draft entry, which is how
 relation edges between events become edges between memory entries (§3.5).
+
+:func:`recover_from_details` (this engine's extension, after HV) runs the same check on the
+fine details: a user turn whose details no verified entry states is read again.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 import logging
 
 from ..context import SessionContext
-from .state import Entry, PipelineState
+from ..prompts.common import turn_line
+from ..prompts.extract import recover_request
+from .extract import FIRST_PERSON_REASON, content_words, third_person, word_in
+from .state import Entry, PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
@@ -46,3 +52,79 @@ async def completeness_check(ctx: SessionContext, state: PipelineState, *, recov
             logger.info("session %s: recovered event (max cosine %.3f): %r",
                         state.session.session_id, float(x.max_sim[i]), event.text[:120])
     return recovered
+
+
+# A recovered fact repeats an entry when the entry holds this share of its content words.
+REPEAT_SHARE = 0.8
+STAGE = "recover"
+
+
+def _states_all(words: list[str], text_lower: str) -> bool:
+    return bool(words) and all(word_in(w, text_lower) for w in words)
+
+
+def _repeats(words: list[str], text_lower: str) -> bool:
+    return sum(word_in(w, text_lower) for w in words) >= REPEAT_SHARE * len(words)
+
+
+def uncovered_details(state: PipelineState) -> dict[str, list[str]]:
+    """User turn id -> its details (``state.details``) that no live entry states, in dialogue
+    order. A detail is stated by an entry holding every one of its content words
+    (:func:`~promem_fast.stages.extract.content_words`, 4-letter stems); details without
+    content words are skipped."""
+    texts = [state.entries[i].text.lower() for i in state.live_entries()]
+    out: dict[str, list[str]] = {}
+    for tid, d in state.details:
+        words = content_words(d)
+        if words and not any(_states_all(words, t) for t in texts):
+            out.setdefault(tid, []).append(d)
+    return out
+
+
+async def recover_from_details(ctx: SessionContext, state: PipelineState) -> list[int]:
+    """Completeness check on details (not in the paper, which checks only events, §3.3).
+
+    Extracted turn by turn (§3.2), the details show what a user turn stated; a turn with
+    details that no live entry states was missed by the draft and by the events, or its entry
+    was discarded by HV (e.g. a flipped "likes"). Each such turn (at most
+    ``max_detail_recoveries``, most uncovered details first) is read again in one short
+    call (:func:`~promem_fast.prompts.extract.recover_request`); a returned fact becomes an
+    entry (origin "detail", status "recovered", source turn = that turn) unless it is a
+    first-person copy or repeats a live entry (>= 80 % of its content words, the user's name
+    aside, in one entry). The caller verifies the new entries (HV, §3.4).
+
+    Returns:
+        Indices (into ``state.entries``) of the added entries.
+    """
+    p = ctx.config.pipeline
+    missing = uncovered_details(state)
+    if not missing or p.max_detail_recoveries == 0:
+        return []
+    by_id = {t.turn_id: t for t in state.user_text_turns}
+    todo = sorted((t for t in missing if t in by_id), key=lambda t: (-len(missing[t]), state.turn_pos[t]))
+    todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
+    reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
+                            p.max_events_per_topic) for t in todo]
+    outs = await ctx.llm_json(reqs, STAGE)
+    name_words = set(content_words(state.user_name))
+    live = [state.entries[i].text.lower() for i in state.live_entries()]
+    added: list[int] = []
+    for tid, out in zip(todo, outs):
+        for raw in out:
+            text = clean_text(raw, state.user_name)
+            if not has_text(text):
+                continue
+            fixed = third_person(text, state.user_name)
+            if fixed is None:
+                state.discard(text, STAGE, FIRST_PERSON_REASON)
+                continue
+            words = [w for w in content_words(fixed) if w not in name_words]
+            if not words or any(norm_key(fixed) == norm_key(t) or _repeats(words, t) for t in live):
+                logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
+                continue
+            live.append(fixed.lower())
+            state.entries.append(Entry(text=fixed, origin="detail", status="recovered", source_turn_ids=[tid]))
+            added.append(len(state.entries) - 1)
+            logger.info("session %s: recovered from the details of %s: %r",
+                        state.session.session_id, tid, fixed[:120])
+    return added

@@ -90,13 +90,22 @@ def stated_in(detail: str, turn_text: str) -> bool:
 def stated_words(detail: str, turn_text: str) -> int:
     """How many content words of ``detail`` occur in ``turn_text`` (the rule of :func:`stated_in`)."""
     turn = turn_text.lower()
-    n = 0
-    for w in _WORD.findall(detail.lower()):
-        if not w.isascii():
-            n += any(w[i:i + 2] in turn for i in range(max(1, len(w) - 1)))
-        elif w not in _FILLER_WORDS and (len(w) >= 3 or w.isdigit()):
-            n += w in turn or (len(w) > 4 and w[:4] in turn)
-    return n
+    return sum(word_in(w, turn) for w in content_words(detail))
+
+
+def content_words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` that :func:`stated_words` looks for: words of >= 3
+    characters (or numbers) that are not filler, and every non-ASCII word."""
+    return [w for w in _WORD.findall(text.lower())
+            if not w.isascii() or (w not in _FILLER_WORDS and (len(w) >= 3 or w.isdigit()))]
+
+
+def word_in(word: str, text_lower: str) -> bool:
+    """One content word (from :func:`content_words`) occurs in ``text_lower``: a non-ASCII
+    word by any 2 consecutive characters, a word longer than 4 also by its first 4."""
+    if not word.isascii():
+        return any(word[i:i + 2] in text_lower for i in range(max(1, len(word) - 1)))
+    return word in text_lower or (len(word) > 4 and word[:4] in text_lower)
 
 
 def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:

@@ -3,7 +3,7 @@
 Variant "promem" (ProMem §3; Figure 4), each step switchable by :class:`PipelineConfig`:
 
     segment -> [details ‖ events -> relations] ‖ draft      (§3.2, §3.3; run concurrently)
-    -> completeness (CC, §3.3) -> verify (HV, §3.4)
+    -> completeness (CC, §3.3) -> verify (HV, §3.4) -> recover (CC on details, then HV)
     -> relation_verify (Rel, §3.5) -> anchor (DA, §3.5) -> dates
 
 Variant "one-off": one extraction call (§3.1 baseline). Variant "v1": initial extraction,
@@ -24,7 +24,7 @@ from ..context import SessionContext
 from ..prompts.common import dialogue_block, turn_date
 from ..schema import Detail, Event, MemoryGraph, Relation, Topic
 from .anchor import anchor_details
-from .complete import completeness_check
+from .complete import completeness_check, recover_from_details
 from .extract import abstract_events, extract_details, extract_draft, infer_relations
 from .oneoff import oneoff_extract
 from .relate import verify_relations
@@ -122,13 +122,14 @@ ABLATION_SWITCHES = (("details", "no-details"), ("completeness_check", "no-cc"),
 EXTENSION_SWITCHES = (("refile_details", "details", "no-refile"),
                       ("anchor_within_topic", "detail_anchoring", "no-topic-anchor"),
                       ("check_head_claim", "hallucination_verification", "no-head-claim"),
-                      ("check_polarity", "hallucination_verification", "no-polarity"))
+                      ("check_polarity", "hallucination_verification", "no-polarity"),
+                      ("recover_details", "completeness_check", "no-detail-recovery"))
 
 
 def ablations(p) -> list[str]:
     """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
     order), then this engine's own checks whose stage ran (``no-refile``,
-    ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``)."""
+    ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``, ``no-detail-recovery``)."""
     return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
             + [name for field, stage, name in EXTENSION_SWITCHES if getattr(p, stage) and not getattr(p, field)])
 
@@ -166,6 +167,13 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
             await verify_entries(ctx, state)
         else:
             await ground_entries(ctx, state)  # grounding (no NLI) still serves anchoring and dates
+    if p.completeness_check and p.recover_details and p.details:
+        async with stage_scope(ctx, "recover", on_stage):
+            new = await recover_from_details(ctx, state)
+            if new and p.hallucination_verification:
+                await verify_entries(ctx, state, only=new)  # its calls are charged to "verify"
+            elif new:
+                await ground_entries(ctx, state, only=new)
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)

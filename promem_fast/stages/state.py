@@ -53,7 +53,7 @@ class Entry:
     """A memory entry in flight (draft entry, recovered event or v1 supplement)."""
 
     text: str
-    origin: str  # "draft" | "event" | "supplement"
+    origin: str  # "draft" | "event" | "detail" | "supplement"
     status: str  # "kept" | "recovered" | "revised"
     source_turn_ids: list[str]
     ground_turn_id: Optional[str] = None

@@ -126,14 +126,19 @@ def _best_within(vec: np.ndarray, turn_vecs: np.ndarray, cand: list[int]) -> int
     return cand[int(x.argmax[0])]
 
 
-async def ground_entries(ctx: SessionContext, state: PipelineState) -> dict[int, Optional[int]]:
+async def ground_entries(
+    ctx: SessionContext, state: PipelineState, only: Optional[list[int]] = None
+) -> dict[int, Optional[int]]:
     """Set each live entry's ``ground_turn_id`` (§3.4 turn-level grounding).
+
+    Args:
+        only: entry indices to ground (live ones among them); None = every live entry.
 
     Returns:
         entry index -> index (into ``state.text_turns``) of the most similar *user* turn, or
         None when the session has no user text turn (used for non-user groundings).
     """
-    live = state.live_entries()
+    live = _live(state, only)
     if not live or not state.text_turns:
         return {i: None for i in live}
     tv = await turn_vectors(ctx, state)
@@ -199,11 +204,17 @@ def _join(facts: list[str]) -> str:
     return " ".join(f.strip() for f in facts if f.strip())
 
 
-async def verify_entries(ctx: SessionContext, state: PipelineState) -> None:
-    """Run §3.4 on every live entry of ``state`` (modifies entries in place; records discards)."""
-    p = ctx.config.pipeline
-    best_user = await ground_entries(ctx, state)
+def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
     live = state.live_entries()
+    return live if only is None else [i for i in live if i in set(only)]
+
+
+async def verify_entries(ctx: SessionContext, state: PipelineState, only: Optional[list[int]] = None) -> None:
+    """Run §3.4 on every live entry of ``state``, or on the live ones among ``only`` (entry
+    indices; entries recovered after HV); modifies entries in place and records discards."""
+    p = ctx.config.pipeline
+    best_user = await ground_entries(ctx, state, only)
+    live = _live(state, only)
     if not live:
         return
     turn_by_id = {t.turn_id: t for t in state.text_turns}
