@@ -5,7 +5,9 @@ Variant names map to :class:`~promem_fast.config.PipelineConfig`:
 * ``promem`` / ``one-off`` / ``v1``: ``PipelineConfig.variant``;
 * ``no-cc`` / ``no-hv`` / ``no-da`` / ``no-rel``: variant ``promem`` with
   ``completeness_check`` / ``hallucination_verification`` / ``detail_anchoring`` /
-  ``relations`` set to False (Table 2's "w/o CC", "w/o HV", "w/o DA", "w/o Rel").
+  ``relations`` set to False (Table 2's "w/o CC", "w/o HV", "w/o DA", "w/o Rel");
+* ``no-detail-recovery``: ``promem`` without this engine's completeness check on details
+  (``recover_details``).
 
 Switches the base config already turned off (``--no-cc`` ...) stay off in every variant.
 """
@@ -27,11 +29,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-hv": {"variant": "promem", "hallucination_verification": False},
     "no-da": {"variant": "promem", "detail_anchoring": False},
     "no-rel": {"variant": "promem", "relations": False},
+    "no-detail-recovery": {"variant": "promem", "recover_details": False},
 }
 
 VARIANT_LABELS = {
     "promem": "ProMem (Full)", "one-off": "One-off Extract", "v1": "ProMem v1", "no-cc": "w/o CC",
-    "no-hv": "w/o HV", "no-da": "w/o DA", "no-rel": "w/o Rel",
+    "no-hv": "w/o HV", "no-da": "w/o DA", "no-rel": "w/o Rel", "no-detail-recovery": "w/o detail recovery",
 }
 
 
