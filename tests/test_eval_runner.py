@@ -14,6 +14,7 @@ import pytest
 from conftest import (
     NLI_VERDICTS,
     FakeNLI,
+    KEYWORDS,
     KeywordEmbedder,
     const,
     make_config,
@@ -499,8 +500,10 @@ def test_locomo_eval_exact(tmp_path):
                              "judge_integrity": integrity_rule, "judge_qa": qa_judge_rule})
     svc = Services(llm=llm, nli=FakeNLI(default="neutral"), embed=KeywordEmbedder())
     res = runner.run_eval("locomo", data, tmp_path / "o", make_config(), services=svc,
-                          options=EvalOptions(variants=["one-off"], samples=["s-1"], sessions="1-2", adversarial=True))
+                          options=EvalOptions(variants=["one-off"], samples=["s-1"], sessions="1-2", adversarial=True,
+                                              speakers="user"))
     a = res["variants"]["one-off"]
+    assert res["speakers"] == "user" and a["sessions"] == 2
     assert a["questions"] == 5
     # F1: cat4 Max 1, cat2 date 1, cat1 (Acme 1 + bike 0)/2, cat3 "likely yes" vs "Likely yes" 1, cat5 rule 1
     assert (a["f1_cat1"], a["f1_cat2"], a["f1_cat3"], a["f1_cat4"], a["f1_cat5"]) == (0.5, 1.0, 1.0, 1.0, 1.0)
@@ -523,10 +526,47 @@ def test_locomo_eval_exact(tmp_path):
 
     # without --adversarial category 5 is left out; a session selection drops cross-session questions
     res2 = runner.run_eval("locomo", data, tmp_path / "o2", make_config(), services=svc,
-                           options=EvalOptions(variants=["one-off"], sessions="1"))
+                           options=EvalOptions(variants=["one-off"], sessions="1", user_speaker="Alice"))
     b = res2["variants"]["one-off"]
+    assert res2["speakers"] == "user"  # a named user speaker means one speaker
     assert [q["category"] for q in b["per_question"]] == [4, 2]
     assert "f1_cat5" not in b
+
+
+def test_locomo_eval_both_speakers_extracts_each_session_once_per_speaker(tmp_path):
+    data = write_locomo(tmp_path / "locomo_tiny.json")
+
+    def oneoff(req):  # the memory of whoever the prompt names as the user
+        text = req.messages[-1]["content"]
+        if "Dialogue of user Bob" in text:
+            return json.dumps([{"fact": "Bob loves puppies.", "turns": ["D1:2"]}] if "D1:2" in text else [])
+        return oneoff_by_content(req)
+
+    qa = {**LOCOMO_QA, "What does Bob love": ("puppies", "puppies", "I don't know")}
+    llm = ScriptedLLM(rules={"oneoff": oneoff, "qa": qa_rule(qa), "judge_integrity": integrity_rule,
+                             "judge_qa": qa_judge_rule})
+    svc = Services(llm=llm, nli=FakeNLI(default="neutral"), embed=KeywordEmbedder(KEYWORDS + ["puppies"]))
+    raw = json.loads(data.read_text())
+    raw[0]["qa"].append({"question": "What does Bob love?", "answer": "puppies", "evidence": ["D1:2"], "category": 4})
+    data.write_text(json.dumps(raw))
+    res = runner.run_eval("locomo", data, tmp_path / "o", make_config(), services=svc,
+                          options=EvalOptions(variants=["one-off"], sessions="1-2"))
+    a = res["variants"]["one-off"]
+    assert res["speakers"] == "both" and a["sessions"] == 4
+    graphs = [json.loads(ln) for ln in (tmp_path / "o" / "graphs" / "one-off.jsonl").read_text().splitlines()]
+    assert [(g["session_id"], g["user_name"]) for g in graphs] == [
+        ("s-1/session_1@Alice", "Alice"), ("s-1/session_2@Alice", "Alice"),
+        ("s-1/session_1@Bob", "Bob"), ("s-1/session_2@Bob", "Bob")]
+    # each speaker's observations are judged against that speaker's memory
+    assert [(p["session_id"], p["fact"], p["score"]) for p in a["per_point"]] == [
+        ("s-1/session_1@Alice", "Alice adopted a puppy named Max.", 2),
+        ("s-1/session_1@Alice", "Alice works at Acme as a data engineer.", 1),
+        ("s-1/session_2@Alice", "Alice bought a bike.", 2),
+        ("s-1/session_1@Bob", "Bob loves puppies.", 2),
+    ]
+    # a question about the other speaker is answered from that speaker's memory
+    bob = next(q for q in a["per_question"] if q["question"] == "What does Bob love?")
+    assert (bob["system_response"], bob["label"]) == ("puppies", "Correct")
 
 
 # ------------------------------------------------------------------ LongMemEval
@@ -619,9 +659,9 @@ def test_locomo_real_slice_scripted(tmp_path):
                      "--max-questions", "3", "--llm", "scripted", "--embed", "hash", "--variants", "one-off"]) == 0
     res = json.loads((out / "results.json").read_text())["variants"]["one-off"]
     raw = next(s for s in json.loads(src.read_text()) if s["sample_id"] == "conv-26")
-    user = raw["conversation"]["speaker_a"]
-    facts = raw["observation"]["session_1_observation"][user]
-    assert [p["fact"] for p in res["per_point"]] == [f[0] for f in facts]
+    obs = raw["observation"]["session_1_observation"]
+    facts = [f[0] for sp in ("speaker_a", "speaker_b") for f in obs[raw["conversation"][sp]]]
+    assert [p["fact"] for p in res["per_point"]] == facts  # both speakers (the default)
     assert len(res["per_question"]) == 3
     assert all(q["category"] != 5 for q in res["per_question"])
 

@@ -44,6 +44,10 @@ class EvalOptions:
     update_top_k: HaluMem memory update: memories retrieved per update memory point
     (HaluMem's reference writer uses 10).
     nli_lo / nli_hi: cosine thresholds of the proxy judge.
+    speakers: LoCoMo: ``"both"`` extracts every session once per speaker (each speaker is
+    the user once; session ids get ``@<speaker>``) and answers from both memories, as Mem0's
+    LoCoMo runs do; ``"user"`` only for ``user_speaker``. None: ``"user"`` when
+    ``user_speaker`` is given, else ``"both"``.
     graphs_dir: where each variant's extracted graphs are written as ``{variant}.jsonl``
     (:func:`save_graphs`; set to ``OUT/graphs`` by the ``eval`` runner; None: not written).
     """
@@ -55,6 +59,7 @@ class EvalOptions:
     samples: Optional[list[str]] = None
     sessions: Optional[str] = None
     user_speaker: Optional[str] = None
+    speakers: Optional[str] = None
     top_k: Optional[int] = None
     judge_top_k: int = 10
     update_top_k: int = 10

@@ -10,8 +10,10 @@ answered from the memory of those sessions (top-k retrieval, ProMem §4.1) and s
   it has no gold answer).
 
 Questions: the sample's ``qa`` list; with ``--sessions`` only those whose evidence dia_ids
-all lie in the selected sessions. Integrity: per session, the user speaker's
-``observation`` facts (``[[fact, dia_id]]``) judged 0/1/2 against that session's extracted
+all lie in the selected sessions. Memory: by default each session is extracted once per
+speaker (each is the user once, as in Mem0's LoCoMo runs) and questions are answered from
+both speakers' graphs; ``EvalOptions.speakers = "user"`` keeps one speaker. Integrity: per
+extracted session, its user speaker's ``observation`` facts (``[[fact, dia_id]]``) judged 0/1/2 against that session's extracted
 entries; ``evidence_hit_rate`` is the share of captured facts (score >= 1) whose most
 similar entry (embedding cosine) cites the fact's dia_id among its source turns.
 """
@@ -108,16 +110,27 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
     if missing:
         raise ValueError(f"{path}: no LoCoMo sample(s) {missing}; available: {ids}")
     selected = parse_session_selection(opts.sessions)
-    by_sample: dict[str, list[Session]] = {
-        sid: load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=opts.user_speaker)
-        for sid in wanted
-    }
+    both = (opts.speakers or ("user" if opts.user_speaker else "both")) == "both"
+    if both:
+        # each speaker is the user once; the ids say whose memory a graph is
+        by_sample: dict[str, list[Session]] = {
+            sid: [s.model_copy(update={"session_id": f"{s.session_id}@{s.user_name}"})
+                  for sp in ("speaker_a", "speaker_b")
+                  for s in load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=sp)]
+            for sid in wanted
+        }
+    else:
+        by_sample = {
+            sid: load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=opts.user_speaker)
+            for sid in wanted
+        }
     raw = {str(s.get("sample_id")): s for s in data if isinstance(s, dict)}
     questions = {sid: select_questions(raw[sid].get("qa") or [], selected=selected, adversarial=opts.adversarial,
                                        max_questions=opts.max_questions) for sid in wanted}
     all_sessions = [s for sid in wanted for s in by_sample[sid]]
     cats = [1, 2, 3, 4] + ([5] if opts.adversarial else [])
-    run = start_qa_run("locomo", config, services, opts, samples=wanted, categories=cats)
+    run = start_qa_run("locomo", config, services, opts, samples=wanted, categories=cats,
+                       speakers="both" if both else "user")
     svc, judge, top_k, results = run.svc, run.judge, run.top_k, run.results
     rows = []
     async for v, extracted, failed_before in run.extract_variants(all_sessions, config, services, opts):

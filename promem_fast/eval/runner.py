@@ -146,6 +146,7 @@ def options_from_args(args: argparse.Namespace, config: Config) -> EvalOptions:
         samples=samples,
         sessions=getattr(args, "sessions", None),
         user_speaker=getattr(args, "user_speaker", None),
+        speakers=getattr(args, "speakers", None),
         concurrency=config.engine.concurrency,
         **({"update_top_k": args.update_top_k} if getattr(args, "update_top_k", None) else {}),
     )
