@@ -185,18 +185,21 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
 
     rules = promem_rules()
     new = "Alice walks Max in the park near her house."
-    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much."]})
+    invented = "Alice owns a red sports car."
+    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much.", invented]})
     nli = FakeNLI({**NLI_VERDICTS, new: "entailment"})
     g, svc = run(services=make_services(rules=rules, nli=nli))
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
     assert task_of(call).startswith("Turn: [t3] Alice (user): Max loves the park near my house.\n"
-                                    'The memory of Alice misses what this turn says about: "park near house".')
-    # the repeat of e2 is dropped, the first-person copy discarded, the new fact verified against t3
+                                    'Memory so far does not say what this turn says about: "park near house".')
+    # the repeat of e2 is dropped, the first-person copy and the invented fact discarded, the
+    # new fact verified against t3
     assert event_rows(g) == FULL_EVENTS[:2] + [("e3", new, "recovered", "detail", ["t3"])] + [
         (f"e{int(r[0][1:]) + 1}",) + r[1:] for r in FULL_EVENTS[2:]]
     assert g.events[2].nli[0].premise_turn_id == "t3" and g.events[2].nli[0].label == "entailment"
-    assert ("recover", "I love that park so much.", "first-person copy of a dialogue line, not a third-person fact") in [
-        (d.stage, d.text, d.reason) for d in g.discarded]
+    assert [(d.stage, d.text, d.reason) for d in g.discarded if d.stage == "recover"] == [
+        ("recover", "I love that park so much.", "first-person copy of a dialogue line, not a third-person fact"),
+        ("recover", invented, "states none of the missing details and is not read from turn t3")]
     assert [d.event_ids for d in g.details if d.text == "park near house"] == [["e2", "e3"]]
 
     g_off, svc_off = run(services=make_services(rules=rules, nli=nli), recover_details=False)

@@ -192,7 +192,7 @@ def respond(req: LLMRequest) -> str:
 
     recover = re.search(r"^Turn: \[[^\]]+\] .*? \((?:user|assistant|system|other)\): (.*)$", task, re.M)
     if kind == "strings" and recover:  # a turn read again for its uncovered details
-        who = re.search(r"The memory of (.+?) misses", task)
+        who = re.search(r"with (.+?) as subject", task)
         return json.dumps([_fact(who.group(1) if who else user, recover.group(1))][:max_items], ensure_ascii=False)
 
     if kind == "strings":  # atomic decomposition

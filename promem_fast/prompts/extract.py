@@ -132,10 +132,10 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
     quoted = "; ".join(f'"{m}"' for m in missing)
     instr = (
         f"Turn: {turn}\n"
-        f"The memory of {user_name} misses what this turn says about: {quoted}. Write each fact "
-        f"this turn states about {user_name}, one standalone third-person sentence each with "
-        f"{user_name} as subject, keeping whether {user_name} likes or dislikes something and why. "
-        f'At most {max_facts}. JSON: ["...", "..."]'
+        f"Memory so far does not say what this turn says about: {quoted}. Write each fact this turn "
+        f"states about {user_name}, one standalone third-person sentence each with {user_name} as "
+        f"subject, keeping whether {user_name} likes or dislikes something and why. Use only what the "
+        f'turn says; add nothing. At most {max_facts}. JSON: ["...", "..."]'
     )
     return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
                       stage="recover")

@@ -54,7 +54,8 @@ async def completeness_check(ctx: SessionContext, state: PipelineState, *, recov
     return recovered
 
 
-# A recovered fact repeats an entry when the entry holds this share of its content words.
+# A recovered fact repeats an entry when the entry holds this share of its content words, and
+# is read from its turn when the turn holds this share (else it must state a missing detail).
 REPEAT_SHARE = 0.8
 STAGE = "recover"
 
@@ -88,10 +89,13 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     details that no live entry states was missed by the draft and by the events, or its entry
     was discarded by HV (e.g. a flipped "likes"). Each such turn (at most
     ``max_detail_recoveries``, most uncovered details first) is read again in one short
-    call (:func:`~promem_fast.prompts.extract.recover_request`); a returned fact becomes an
-    entry (origin "detail", status "recovered", source turn = that turn) unless it is a
-    first-person copy or repeats a live entry (>= 80 % of its content words, the user's name
-    aside, in one entry). The caller verifies the new entries (HV, §3.4).
+    call (:func:`~promem_fast.prompts.extract.recover_request`). A returned fact becomes an
+    entry (origin "detail", status "recovered", source turn = that turn) when it states one of
+    the turn's missing details (every content word) or takes >= 80 % of its content words
+    from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the
+    user's name does not count as a content word. Other facts are dropped with a logged reason
+    (with the 1.5B model, a turn that only announces a topic, "I'd like to share my food
+    preference", was answered with invented foods). The caller verifies the new entries (HV, §3.4).
 
     Returns:
         Indices (into ``state.entries``) of the added entries.
@@ -119,8 +123,13 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
                 state.discard(text, STAGE, FIRST_PERSON_REASON)
                 continue
             words = [w for w in content_words(fixed) if w not in name_words]
+            low = fixed.lower()
             if not words or any(norm_key(fixed) == norm_key(t) or _repeats(words, t) for t in live):
                 logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
+                continue
+            if not (any(_states_all(content_words(d), low) for d in missing[tid])
+                    or _repeats(words, by_id[tid].content.lower())):
+                state.discard(fixed, STAGE, f"states none of the missing details and is not read from turn {tid}")
                 continue
             live.append(fixed.lower())
             state.entries.append(Entry(text=fixed, origin="detail", status="recovered", source_turn_ids=[tid]))
