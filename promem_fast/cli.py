@@ -324,8 +324,8 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--samples", help="LoCoMo sample ids, comma separated")
     ev.add_argument("--adversarial", action="store_true", help="LoCoMo: include category 5")
     ev.add_argument("--speakers", choices=["both", "user"], default=None,
-                    help="LoCoMo: extract each session's memory for both speakers and answer from both (the "
-                         "Mem0 protocol; default), or for the --user-speaker only (default when it is given)")
+                    help="LoCoMo: extract each session's memory once per speaker and retrieve over both "
+                         "(default), or for the --user-speaker only (default when it is given)")
     ev.add_argument("--max-questions", type=_positive, help="cap questions per session/sample")
     ev.add_argument("--update-top-k", type=_positive, default=None,
                     help="HaluMem: memories retrieved per update memory point (default 10)")

@@ -116,14 +116,17 @@ class PipelineConfig(_Cfg):
     recover_details: bool = Field(
         default=True,
         description="CC: after HV, each user turn with extracted details that no live entry states (every "
-        "content word of the detail in one entry) is read again in one short LLM call; its facts that repeat "
-        "no entry are added (origin 'detail', status 'recovered') and verified by HV like the others. The "
-        "paper's CC compares only events with the draft; with the 1.5B model an event can name a topic "
-        "without its content ('shared her reading preference') and match nothing useful (not in the paper).",
+        "content word of the detail in one entry, 4-letter stems) is read again in one short LLM call; a fact "
+        "from it that states a missing detail (or takes >= 80 % of its words from the turn) and repeats no "
+        "entry is added (origin 'detail', status 'recovered') and verified by HV like the others. Runs only "
+        "with completeness_check and details on. The paper's CC compares only events with the draft; with "
+        "the 1.5B model an event can name a topic without its content ('shared her reading preference') and "
+        "match nothing useful (not in the paper).",
     )
     max_detail_recoveries: int = Field(
         default=8, ge=0, description="recover_details: most user turns read again per session (most uncovered details first)."
     )
+    max_recovered_facts: int = Field(default=6, ge=1, description="recover_details: most facts asked for per turn read again.")
 
     # thresholds
     tau_comp: float = Field(default=0.6, description="Completeness threshold on max cosine event x draft (§4.1).")

@@ -567,6 +567,10 @@ def test_locomo_eval_both_speakers_extracts_each_session_once_per_speaker(tmp_pa
     # a question about the other speaker is answered from that speaker's memory
     bob = next(q for q in a["per_question"] if q["question"] == "What does Bob love?")
     assert (bob["system_response"], bob["label"]) == ("puppies", "Correct")
+    for bad, match in ((dict(speakers="Both"), "speakers must be"), (dict(speakers="both", user_speaker="Bob"), "needs speakers")):
+        with pytest.raises(ValueError, match=match):
+            runner.run_eval("locomo", data, tmp_path / "bad", make_config(), services=svc,
+                            options=EvalOptions(variants=["one-off"], sessions="1", **bad))
 
 
 # ------------------------------------------------------------------ LongMemEval

@@ -181,13 +181,16 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
 
 
 def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_verified():
-    from conftest import NLI_VERDICTS, RECOVER
+    from conftest import ADJUDICATE, DECOMPOSE, NLI_VERDICTS, RECOVER
 
     rules = promem_rules()
     new = "Alice walks Max in the park near her house."
     invented = "Alice owns a red sports car."
-    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much.", invented]})
-    nli = FakeNLI({**NLI_VERDICTS, new: "entailment"})
+    wrong = "Alice jogs past the park near her house."  # states the detail; HV discards it
+    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much.", invented, wrong]})
+    rules["verify"] = keyed({**DECOMPOSE, **ADJUDICATE, f"Entry: {wrong}": [wrong],
+                             f"Fact: {wrong}": {"action": "DISCARD", "revised_fact": None}})
+    nli = FakeNLI({**NLI_VERDICTS, new: "entailment", wrong: "neutral"})
     g, svc = run(services=make_services(rules=rules, nli=nli))
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
     assert task_of(call).startswith("Turn: [t3] Alice (user): Max loves the park near my house.\n"
@@ -201,12 +204,30 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
         ("recover", "I love that park so much.", "first-person copy of a dialogue line, not a third-person fact"),
         ("recover", invented, "states none of the missing details and is not read from turn t3")]
     assert [d.event_ids for d in g.details if d.text == "park near house"] == [["e2", "e3"]]
+    assert ("verify", wrong, "no atomic fact survived verification") in [(d.stage, d.text, d.reason) for d in g.discarded]
+    # the second HV pass checks only the recovered entries: 2 more NLI pairs than without recovery
+    assert g.stats.stages["verify"].nli_pairs == 8 + 3
 
     g_off, svc_off = run(services=make_services(rules=rules, nli=nli), recover_details=False)
     assert g_off.ablations == ["no-detail-recovery"] and "recover" not in stages_called(svc_off)
-    assert event_rows(g_off) == FULL_EVENTS
+    assert event_rows(g_off) == FULL_EVENTS and g_off.stats.stages["verify"].nli_pairs == 8
+    assert [len(e.nli) for e in g.events if e.origin != "detail"] == [len(e.nli) for e in g_off.events]
     _, svc_zero = run(services=make_services(rules=rules, nli=nli), max_detail_recoveries=0)
     assert "recover" not in stages_called(svc_zero)
+
+
+def test_detail_recovery_reads_the_turns_with_most_missing_details_first():
+    from conftest import DETAILS
+
+    rules = promem_rules()
+    # t8 gets two details no entry states ("commute" is in none), t3 one ("park near house")
+    rules["details"] = keyed({**DETAILS, "t6, t8": {**DETAILS["t6, t8"], "t8": ["bike", "long commute", "commute to my job"]}})
+    rules["recover"] = keyed({"Turn: [t8]": [], "Turn: [t3]": []})
+    _, svc = run(services=make_services(rules=rules), max_detail_recoveries=1)
+    (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
+    assert task_of(call).startswith("Turn: [t8]") and '"long commute"; "commute to my job"' in task_of(call)
+    _, svc2 = run(services=make_services(rules=rules))
+    assert [task_of(c)[:10] for c in svc2.llm.calls if c.stage == "recover"] == ["Turn: [t3]", "Turn: [t8]"]
 
 
 def task_of(req) -> str:
@@ -215,6 +236,7 @@ def task_of(req) -> str:
 
 @pytest.mark.parametrize("switches, names", [
     (dict(details=False, refile_details=False), ["no-details"]),  # no stage, no check to name
+    (dict(details=False, refile_details=False, recover_details=False), ["no-details"]),
     (dict(completeness_check=False, relations=False), ["no-cc", "no-rel"]),
     (dict(hallucination_verification=False, check_head_claim=False, check_polarity=False), ["no-hv"]),
     (dict(check_polarity=False), ["no-polarity"]),

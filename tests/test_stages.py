@@ -555,3 +555,15 @@ def test_uncovered_details_are_those_no_live_entry_states_word_for_word():
     assert uncovered_details(st) == {"t1": ["sugary sodas"]}
     st.entries[2].text = "Sarah reads biographies."  # "leaders" now in no entry
     assert uncovered_details(st) == {"t1": ["sugary sodas"], "t2": ["biographies of leaders"]}
+
+
+def test_word_in_matches_at_word_starts_and_by_character_pairs():
+    from promem_fast.stages.extract import word_in
+
+    assert word_in("paints", "i love painting") and word_in("art", "an artist")
+    assert not word_in("art", "she started") and not word_in("tea", "instead of coffee")
+    assert word_in("15", "15600 usd") and not word_in("600", "15600 usd")
+    assert word_in("北京大学", "我在北京读书")                          # any pair (details)
+    assert not word_in("北京大学", "我在北京读书", pair_share=0.5)      # 1 of 3 pairs
+    assert word_in("我喜欢绿茶", "莎拉喜欢绿茶", pair_share=0.5)        # 3 of 4
+    assert not word_in("我喜欢绿茶", "莎拉喜欢跑步", pair_share=0.5)    # only "喜欢"

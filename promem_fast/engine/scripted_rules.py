@@ -11,7 +11,8 @@ the stage code chooses), so the responder follows prompt changes that keep the s
 
 Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
 
-* details ``{turn_id: [str]}``: the first 4 words of each asked turn.
+* details ``{turn_id: [str]}``: the first 4 words of each asked turn, and its last 3 when
+  it has more than 11 words.
 * facts ``[{"fact", "turns"}]`` (events, draft, supplement, one-off): one fact per user
   turn in the asked range: ``"<user> <first 8 words of the turn>"``. The draft (the prompt
   that asks for *every* fact of the whole dialogue) skips every third user turn, and every
@@ -19,7 +20,7 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
 * relations ``[[a, type, b]]``: consecutive event pairs, alternating causal / temporal (<= 3).
 * NLI judge ``{"label"}``: entailment when every word of the entry (the user's name and
   filler aside) occurs in the turn, else neutral.
-* a turn read again for its uncovered details ``[str]``: the fact rule above on that turn.
+* a turn read again for its uncovered details ``[str]``: ``"<user> said <last 8 words>"``.
 * atomic decomposition ``[str]``: the entry split before " on Mars" when present, else in
   two halves.
 * adjudication ``{"action", "revised_fact"}``: DISCARD a fact with "Mars"; REVISE others to
@@ -154,7 +155,10 @@ def respond(req: LLMRequest) -> str:
         for tid, sub in props.items():
             cap = sub.get("maxItems", cap)
             src = by_id.get(tid, "")
-            out[tid] = [_words(src, 4)][:cap] if _words(src, 4) else []
+            # the first 4 words, and the last 3 of a turn longer than 11 words (no fact holds
+            # them, so the completeness check on details reads that turn again)
+            tail = [" ".join(src.split()[-3:]).rstrip(".,!?;:")] if len(src.split()) > 11 else []
+            out[tid] = ([_words(src, 4)] + tail)[:cap] if _words(src, 4) else []
         return json.dumps(out, ensure_ascii=False)
 
     if kind == "facts":
@@ -193,7 +197,9 @@ def respond(req: LLMRequest) -> str:
     recover = re.search(r"^Turn: \[[^\]]+\] .*? \((?:user|assistant|system|other)\): (.*)$", task, re.M)
     if kind == "strings" and recover:  # a turn read again for its uncovered details
         who = re.search(r"with (.+?) as subject", task)
-        return json.dumps([_fact(who.group(1) if who else user, recover.group(1))][:max_items], ensure_ascii=False)
+        words = recover.group(1).split()
+        fact = f"{who.group(1) if who else user} said {' '.join(words[-8:]).rstrip('.,!?;:')}"
+        return json.dumps([fact][:max_items], ensure_ascii=False)
 
     if kind == "strings":  # atomic decomposition
         m = re.search(r"Entry: (.*)", task)

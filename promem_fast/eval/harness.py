@@ -45,9 +45,10 @@ class EvalOptions:
     (HaluMem's reference writer uses 10).
     nli_lo / nli_hi: cosine thresholds of the proxy judge.
     speakers: LoCoMo: ``"both"`` extracts every session once per speaker (each speaker is
-    the user once; session ids get ``@<speaker>``) and answers from both memories, as Mem0's
-    LoCoMo runs do; ``"user"`` only for ``user_speaker``. None: ``"user"`` when
-    ``user_speaker`` is given, else ``"both"``.
+    the user once, as in Mem0's LoCoMo runs; session ids get ``@<speaker>``) and retrieves
+    the top-k over both speakers' graphs pooled (Mem0 takes top-k per speaker); ``"user"``
+    only for ``user_speaker``. None: ``"user"`` when ``user_speaker`` is given, else
+    ``"both"``. Other values, or ``"both"`` with ``user_speaker``, raise ValueError.
     graphs_dir: where each variant's extracted graphs are written as ``{variant}.jsonl``
     (:func:`save_graphs`; set to ``OUT/graphs`` by the ``eval`` runner; None: not written).
     """

@@ -110,7 +110,12 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
     if missing:
         raise ValueError(f"{path}: no LoCoMo sample(s) {missing}; available: {ids}")
     selected = parse_session_selection(opts.sessions)
-    both = (opts.speakers or ("user" if opts.user_speaker else "both")) == "both"
+    mode = opts.speakers or ("user" if opts.user_speaker else "both")
+    if mode not in ("both", "user"):
+        raise ValueError(f"speakers must be 'both' or 'user', not {opts.speakers!r}")
+    if mode == "both" and opts.user_speaker:
+        raise ValueError(f"speakers 'both' extracts every speaker; user_speaker {opts.user_speaker!r} needs speakers 'user'")
+    both = mode == "both"
     if both:
         # each speaker is the user once; the ids say whose memory a graph is
         by_sample: dict[str, list[Session]] = {

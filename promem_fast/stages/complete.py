@@ -60,25 +60,34 @@ REPEAT_SHARE = 0.8
 STAGE = "recover"
 
 
+# Non-ASCII words (CJK runs have no spaces) count as present when half their character pairs are.
+PAIR_SHARE = 0.5
+
+
 def _states_all(words: list[str], text_lower: str) -> bool:
-    return bool(words) and all(word_in(w, text_lower) for w in words)
+    return bool(words) and all(word_in(w, text_lower, pair_share=PAIR_SHARE) for w in words)
 
 
 def _repeats(words: list[str], text_lower: str) -> bool:
-    return sum(word_in(w, text_lower) for w in words) >= REPEAT_SHARE * len(words)
+    return sum(word_in(w, text_lower, pair_share=PAIR_SHARE) for w in words) >= REPEAT_SHARE * len(words)
 
 
 def uncovered_details(state: PipelineState) -> dict[str, list[str]]:
-    """User turn id -> its details (``state.details``) that no live entry states, in dialogue
-    order. A detail is stated by an entry holding every one of its content words
-    (:func:`~promem_fast.stages.extract.content_words`, 4-letter stems); details without
-    content words are skipped."""
+    """Turn id -> its details (``state.details``, which hold user turns only) that no live
+    entry states, in dialogue order, each once (case-insensitive). A detail is stated by an
+    entry holding every one of its content words
+    (:func:`~promem_fast.stages.extract.content_words`, matched by
+    :func:`~promem_fast.stages.extract.word_in`: at a word start, 4-letter stems; half the
+    character pairs of a non-ASCII word); details without content words are skipped."""
     texts = [state.entries[i].text.lower() for i in state.live_entries()]
     out: dict[str, list[str]] = {}
+    seen: set[tuple[str, str]] = set()
     for tid, d in state.details:
         words = content_words(d)
-        if words and not any(_states_all(words, t) for t in texts):
-            out.setdefault(tid, []).append(d)
+        if (tid, norm_key(d)) in seen or not words or any(_states_all(words, t) for t in texts):
+            continue
+        seen.add((tid, norm_key(d)))
+        out.setdefault(tid, []).append(d)
     return out
 
 
@@ -89,7 +98,8 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     details that no live entry states was missed by the draft and by the events, or its entry
     was discarded by HV (e.g. a flipped "likes"). Each such turn (at most
     ``max_detail_recoveries``, most uncovered details first) is read again in one short
-    call (:func:`~promem_fast.prompts.extract.recover_request`). A returned fact becomes an
+    call (:func:`~promem_fast.prompts.extract.recover_request`, at most
+    ``max_recovered_facts`` facts). A returned fact becomes an
     entry (origin "detail", status "recovered", source turn = that turn) when it states one of
     the turn's missing details (every content word) or takes >= 80 % of its content words
     from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the
@@ -99,6 +109,10 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
 
     Returns:
         Indices (into ``state.entries``) of the added entries.
+
+    Raises:
+        StructuredOutputError: a re-read answer stayed invalid JSON after the retries (the
+            session fails; nothing of it is stored).
     """
     p = ctx.config.pipeline
     missing = uncovered_details(state)
@@ -108,7 +122,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     todo = sorted((t for t in missing if t in by_id), key=lambda t: (-len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
-                            p.max_events_per_topic) for t in todo]
+                            p.max_recovered_facts) for t in todo]
     outs = await ctx.llm_json(reqs, STAGE)
     name_words = set(content_words(state.user_name))
     live = [state.entries[i].text.lower() for i in state.live_entries()]
@@ -124,7 +138,10 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
                 continue
             words = [w for w in content_words(fixed) if w not in name_words]
             low = fixed.lower()
-            if not words or any(norm_key(fixed) == norm_key(t) or _repeats(words, t) for t in live):
+            if not words:
+                logger.debug("session %s: recover: %r names only the user", state.session.session_id, fixed)
+                continue
+            if any(norm_key(fixed) == norm_key(t) or _repeats(words, t) for t in live):
                 logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
                 continue
             if not (any(_states_all(content_words(d), low) for d in missing[tid])

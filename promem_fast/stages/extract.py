@@ -80,9 +80,10 @@ def stated_in(detail: str, turn_text: str) -> bool:
 
     Cheap lexical grounding of per-turn details (§3.2 extracts them turn by turn): the 1.5B
     model attributes details to the wrong turn and lists filler words of greetings. A word
-    counts when it has >= 3 characters (or is a number) and is not filler; words longer than
-    4 characters also match by their first 4 (inflections: "painting" / "paints"). For
-    scripts without spaces (CJK), any 2 consecutive characters of the detail must occur.
+    counts when it has >= 3 characters (or is a number) and is not filler, and matches at the
+    start of a word of the turn; words longer than 4 characters also match by their first 4
+    (inflections: "painting" / "paints"). For scripts without spaces (CJK), any 2 consecutive
+    characters of the detail must occur (:func:`word_in`).
     """
     return stated_words(detail, turn_text) > 0
 
@@ -100,12 +101,20 @@ def content_words(text: str) -> list[str]:
             if not w.isascii() or (w not in _FILLER_WORDS and (len(w) >= 3 or w.isdigit()))]
 
 
-def word_in(word: str, text_lower: str) -> bool:
-    """One content word (from :func:`content_words`) occurs in ``text_lower``: a non-ASCII
-    word by any 2 consecutive characters, a word longer than 4 also by its first 4."""
+def word_in(word: str, text_lower: str, *, pair_share: float = 0.0) -> bool:
+    """One content word (from :func:`content_words`) occurs in ``text_lower``.
+
+    ASCII: the word, or for a word longer than 4 its first 4 characters, at the start of a
+    word of the text ("paints" / "painting"; "art" is not in "started"). Non-ASCII (CJK runs
+    have no spaces, so a "word" can be a clause): some of its 2-character pairs occur, at
+    least ``pair_share`` of them (0 = any one pair).
+    """
     if not word.isascii():
-        return any(word[i:i + 2] in text_lower for i in range(max(1, len(word) - 1)))
-    return word in text_lower or (len(word) > 4 and word[:4] in text_lower)
+        pairs = [word[i:i + 2] for i in range(max(1, len(word) - 1))]
+        hits = sum(p in text_lower for p in pairs)
+        return hits > 0 and hits >= pair_share * len(pairs)
+    stem = word[:4] if len(word) > 4 else word
+    return re.search(r"(?<![a-z0-9])" + re.escape(stem), text_lower) is not None
 
 
 def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:

@@ -130,8 +130,11 @@ def ablations(p) -> list[str]:
     """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
     order), then this engine's own checks whose stage ran (``no-refile``,
     ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``, ``no-detail-recovery``)."""
+    # detail recovery needs the details stage as well as the completeness check
+    ran = {"completeness_check": p.completeness_check and p.details}
     return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
-            + [name for field, stage, name in EXTENSION_SWITCHES if getattr(p, stage) and not getattr(p, field)])
+            + [name for field, stage, name in EXTENSION_SWITCHES
+               if ran.get(stage, getattr(p, stage)) and not getattr(p, field)])
 
 
 async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:

@@ -16,7 +16,8 @@
    none survives the entry is discarded. Every verdict is recorded on the entry.
 
 All calls are batched per step (one NLI call, one decomposition call, one NLI call, one
-adjudication call per session), charged to stage "verify".
+adjudication call per session and pass), charged to stage "verify"; entries recovered from
+details after HV get a second, smaller pass (``verify_entries(only=...)``).
 """
 
 from __future__ import annotations
@@ -206,7 +207,10 @@ def _join(facts: list[str]) -> str:
 
 def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
     live = state.live_entries()
-    return live if only is None else [i for i in live if i in set(only)]
+    if only is None:
+        return live
+    keep = set(only)
+    return [i for i in live if i in keep]
 
 
 async def verify_entries(ctx: SessionContext, state: PipelineState, only: Optional[list[int]] = None) -> None:
