@@ -16,8 +16,8 @@ import logging
 from ..context import SessionContext
 from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
-from .extract import FIRST_PERSON_REASON, content_words, third_person, word_in
-from .state import Entry, PipelineState, clean_text, has_text, norm_key
+from .extract import content_words, parse_facts, word_in
+from .state import Entry, PipelineState, norm_key
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _states_all(words: list[str], text_lower: str) -> bool:
     return bool(words) and all(word_in(w, text_lower, pair_share=PAIR_SHARE) for w in words)
 
 
-def _repeats(words: list[str], text_lower: str) -> bool:
+def _mostly_in(words: list[str], text_lower: str) -> bool:
     return sum(word_in(w, text_lower, pair_share=PAIR_SHARE) for w in words) >= REPEAT_SHARE * len(words)
 
 
@@ -128,24 +128,18 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     live = [state.entries[i].text.lower() for i in state.live_entries()]
     added: list[int] = []
     for tid, out in zip(todo, outs):
-        for raw in out:
-            text = clean_text(raw, state.user_name)
-            if not has_text(text):
-                continue
-            fixed = third_person(text, state.user_name)
-            if fixed is None:
-                state.discard(text, STAGE, FIRST_PERSON_REASON)
-                continue
+        # same cleaning as every extracted fact: empty ones skipped, first-person copies discarded
+        for fixed, _ in parse_facts(state, [{"fact": f, "turns": [tid]} for f in out], [tid], STAGE):
             words = [w for w in content_words(fixed) if w not in name_words]
             low = fixed.lower()
             if not words:
                 logger.debug("session %s: recover: %r names only the user", state.session.session_id, fixed)
                 continue
-            if any(norm_key(fixed) == norm_key(t) or _repeats(words, t) for t in live):
+            if any(norm_key(fixed) == norm_key(t) or _mostly_in(words, t) for t in live):
                 logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
                 continue
             if not (any(_states_all(content_words(d), low) for d in missing[tid])
-                    or _repeats(words, by_id[tid].content.lower())):
+                    or _mostly_in(words, by_id[tid].content.lower())):
                 state.discard(fixed, STAGE, f"states none of the missing details and is not read from turn {tid}")
                 continue
             live.append(fixed.lower())
