@@ -116,19 +116,14 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
     if mode == "both" and opts.user_speaker:
         raise ValueError(f"speakers 'both' extracts every speaker; user_speaker {opts.user_speaker!r} needs speakers 'user'")
     both = mode == "both"
-    if both:
-        # each speaker is the user once; the ids say whose memory a graph is
-        by_sample: dict[str, list[Session]] = {
-            sid: [s.model_copy(update={"session_id": f"{s.session_id}@{s.user_name}"})
-                  for sp in ("speaker_a", "speaker_b")
-                  for s in load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=sp)]
-            for sid in wanted
-        }
-    else:
-        by_sample = {
-            sid: load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=opts.user_speaker)
-            for sid in wanted
-        }
+    users = ("speaker_a", "speaker_b") if both else (opts.user_speaker,)
+    # with both speakers each is the user once; the ids say whose memory a graph is
+    by_sample: dict[str, list[Session]] = {
+        sid: [s.model_copy(update={"session_id": f"{s.session_id}@{s.user_name}"}) if both else s
+              for sp in users
+              for s in load_sessions(path, "locomo", sample=sid, sessions=opts.sessions, user_speaker=sp)]
+        for sid in wanted
+    }
     raw = {str(s.get("sample_id")): s for s in data if isinstance(s, dict)}
     questions = {sid: select_questions(raw[sid].get("qa") or [], selected=selected, adversarial=opts.adversarial,
                                        max_questions=opts.max_questions) for sid in wanted}
