@@ -39,6 +39,7 @@ def main() -> None:
     import llama_cpp as lc
     from llama_cpp import _internals
 
+    from promem_fast.backends.llm.llamacpp import compiled_cpu_features
     from promem_fast.models import embedded_gguf_path
 
     decode = [int(x) for x in args.decode.split(",") if x]
@@ -96,6 +97,7 @@ def main() -> None:
         "decode": {k: round(best(lambda: decode_run(k)) * 1000 / k, 1) for k in decode},
         "prefill": {k: round(best(lambda: prefill_run(k)) * 1000 / k, 1) for k in prefill},
         "unit": "ms per token (best of reps)",
+        "llama_cpp_build": compiled_cpu_features(lc.llama_print_system_info().decode()),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "loadavg_1m": round(os.getloadavg()[0], 2)},
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

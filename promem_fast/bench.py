@@ -261,6 +261,12 @@ async def amain(args: argparse.Namespace, prepared: Optional[tuple[Any, list[Any
         "machine": machine_info(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    if args.llm == "llamacpp":  # which kernels ran: the portable AVX2 build or a native one
+        import llama_cpp
+
+        from .backends.llm.llamacpp import compiled_cpu_features
+
+        common["llama_cpp_build"] = compiled_cpu_features(llama_cpp.llama_print_system_info().decode())
     records: list[dict[str, Any]] = []
     graphs: dict[str, list[Optional[str]]] = {}
     for eng in args.engines:

@@ -355,3 +355,44 @@ def test_generate_and_reset_racing_close_fail_instead_of_waiting():
     two._queue.put = close_then_put
     with pytest.raises(RuntimeError, match="closed"):
         two.reset_cache(timeout=60)
+
+
+def test_missing_cpu_features_maps_llama_names_to_cpuinfo_flags():
+    from promem_fast.backends.llm.llamacpp import missing_cpu_features
+
+    info = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | LLAMAFILE = 1 | AMX_INT8 = 0 |"
+    zen4 = "fpu pni avx2 avx512f avx512_vnni".split()
+    assert missing_cpu_features(info, zen4) == []
+    assert missing_cpu_features(info, "fpu pni avx2".split()) == ["AVX512", "AVX512_VNNI"]
+    # AMX_INT8 = 0 was not compiled in; LLAMAFILE is no CPU flag.
+    assert missing_cpu_features(info, "pni".split()) == ["AVX2", "AVX512", "AVX512_VNNI"]
+
+
+def test_a_build_for_another_cpu_is_a_clear_error(tmp_path):
+    from promem_fast.backends.llm.llamacpp import _check_cpu_features
+
+    class FakeLlama:
+        @staticmethod
+        def llama_print_system_info():
+            return b"CPU : AVX2 = 1 | FMA = 1 | AVX512 = 1 | AVX512_BF16 = 1 | OPENMP = 1 |"
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 fma\n")
+    with pytest.raises(RuntimeError, match=r"compiled for AVX512, AVX512_BF16, which this CPU lacks"):
+        _check_cpu_features(FakeLlama, str(cpuinfo))
+    cpuinfo.write_text("flags\t\t: fpu avx2 fma avx512f avx512_bf16\n")
+    _check_cpu_features(FakeLlama, str(cpuinfo))  # nothing missing
+    _check_cpu_features(FakeLlama, str(tmp_path / "absent"))  # no /proc/cpuinfo: not checked
+
+
+def test_the_installed_build_runs_on_this_cpu():
+    from promem_fast.backends.llm.llamacpp import missing_cpu_features
+
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            flags = next(ln for ln in fh if ln.startswith("flags")).split(":", 1)[1].split()
+    except (OSError, StopIteration):
+        pytest.skip("no /proc/cpuinfo flags line")
+    info = llama_cpp.llama_print_system_info().decode()
+    assert "AVX2 = 1" in info or "NEON" in info
+    assert missing_cpu_features(info, flags) == []

@@ -34,11 +34,12 @@ import json
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -60,6 +61,59 @@ def _import_llama_cpp():
             "pip install 'promem-fast[embedded]'"
         ) from e
     return llama_cpp, _internals, llama_chat_format, llama_grammar, llama_logger
+
+
+# llama.cpp's system-info names -> Linux /proc/cpuinfo flags (SSE3 is "pni" there).
+_CPU_FEATURE_FLAGS = {
+    "SSE3": "pni", "SSSE3": "ssse3", "AVX": "avx", "AVX2": "avx2", "F16C": "f16c", "FMA": "fma",
+    "BMI2": "bmi2", "AVX_VNNI": "avx_vnni", "AVX512": "avx512f", "AVX512_VBMI": "avx512vbmi",
+    "AVX512_VNNI": "avx512_vnni", "AVX512_BF16": "avx512_bf16", "AMX_INT8": "amx_int8",
+}
+
+
+def missing_cpu_features(system_info: str, cpu_flags: Iterable[str]) -> list[str]:
+    """x86 features llama.cpp was compiled for that this CPU lacks (empty when it can run).
+
+    Args:
+        system_info: ``llama_print_system_info()`` text, e.g. ``"CPU : AVX2 = 1 | AVX512 = 1 |"``.
+        cpu_flags: the CPU's flags as in the ``flags`` line of ``/proc/cpuinfo``.
+    Returns:
+        llama.cpp feature names (``"AVX512_VNNI"``) in the order ``system_info`` lists them.
+    """
+    flags = set(cpu_flags)
+    return [f for f in compiled_cpu_features(system_info)
+            if f in _CPU_FEATURE_FLAGS and _CPU_FEATURE_FLAGS[f] not in flags]
+
+
+def compiled_cpu_features(system_info: str) -> list[str]:
+    """Names llama.cpp's ``llama_print_system_info()`` text reports as ``= 1`` (compiled-in
+    instruction sets and options, e.g. ``["AVX2", "FMA", "LLAMAFILE", "REPACK"]``)."""
+    return re.findall(r"([A-Z0-9_]+) = 1", system_info)
+
+
+def _check_cpu_features(llama_cpp, cpuinfo: str = "/proc/cpuinfo") -> None:
+    """Raise instead of dying on SIGILL when llama.cpp was built for a CPU with more features
+    (pip builds llama-cpp-python with GGML_NATIVE unless CMAKE_ARGS says otherwise, and its
+    wheel cache does not key on the CPU); skipped where /proc/cpuinfo is absent.
+
+    Raises:
+        RuntimeError: names the compiled features this CPU lacks.
+    """
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as fh:
+            line = next((ln for ln in fh if ln.startswith("flags")), "")
+    except OSError:
+        return
+    if not line:
+        return
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    missing = missing_cpu_features(info, line.split(":", 1)[-1].split())
+    if missing:
+        raise RuntimeError(
+            f"llama-cpp-python here was compiled for {', '.join(missing)}, which this CPU lacks; "
+            "reinstall it on this machine (`CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir "
+            "--force-reinstall llama-cpp-python` builds it for any x86-64 CPU, as .ci/setup does)"
+        )
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -134,6 +188,7 @@ class LlamaCppLLM:
     def __init__(self, cfg, cache_dir=None, n_batch: int = 512, verbose: bool = False,
                  min_copy_tokens: int = 64, lazy_grammar: bool = True, **_: object):
         llama_cpp, internals, chat_format, grammar_mod, llama_logger = _import_llama_cpp()
+        _check_cpu_features(llama_cpp)
         self._lc = llama_cpp
         self._grammar_mod = grammar_mod
         self.cfg = cfg
