@@ -122,7 +122,7 @@ def test_on_stage_callback_reports_start_and_end():
     assert seen[0] == ("s1", "segment", "start")
     for st in ("details", "events", "relations", "draft", "completeness", "verify", "recover", "relation_verify",
                "anchor"):
-        assert ("s1", st, "start") in seen and ("s1", st, "end") in seen
+        assert seen.count(("s1", st, "start")) == 1 and seen.count(("s1", st, "end")) == 1
     assert seen[-1] == ("s1", "anchor", "end")
 
 
@@ -207,6 +207,10 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
     assert ("verify", wrong, "no atomic fact survived verification") in [(d.stage, d.text, d.reason) for d in g.discarded]
     # the second HV pass checks only the recovered entries: 2 more NLI pairs than without recovery
     assert g.stats.stages["verify"].nli_pairs == 8 + 3
+    # the re-read is charged to "recover"; its entries' HV (calls and time) to "verify"
+    rec, ver = g.stats.stages["recover"], g.stats.stages["verify"]
+    assert (rec.llm_calls, rec.nli_pairs) == (1, 0)
+    assert ver.llm_calls == stages_called(svc)["verify"] and rec.llm_calls == stages_called(svc)["recover"]
 
     g_off, svc_off = run(services=make_services(rules=rules, nli=nli), recover_details=False)
     assert g_off.ablations == ["no-detail-recovery"] and "recover" not in stages_called(svc_off)

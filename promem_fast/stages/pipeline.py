@@ -173,10 +173,14 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
     if p.completeness_check and p.recover_details and p.details:
         async with stage_scope(ctx, "recover", on_stage):
             new = await recover_from_details(ctx, state)
-            if new and p.hallucination_verification:
-                await verify_entries(ctx, state, only=new)  # its calls are charged to "verify"
-            elif new:
-                await ground_entries(ctx, state, only=new)
+        if new:
+            # HV of the re-read entries: its calls and its time both count as "verify" (no second
+            # progress event: the session has passed that stage once)
+            with ctx.timed("verify"):
+                if p.hallucination_verification:
+                    await verify_entries(ctx, state, only=new)
+                else:
+                    await ground_entries(ctx, state, only=new)
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)
