@@ -278,9 +278,14 @@ async def amain(args: argparse.Namespace, prepared: Optional[tuple[Any, list[Any
     by = {r["engine"]: r for r in records}
     if "sequential" in by and "batched" in by:  # the ratio line needs both engines
         s, b = by["sequential"]["sessions_per_s"], by["batched"]["sessions_per_s"]
+
+        def rate(r: dict[str, Any]) -> float:  # unrounded: slow engines print 0.0057-style rates
+            return (r["sessions"] - r["failed"]) / r["wall_s"] if r["wall_s"] > 0 else 0.0
+
+        rs, rb = rate(by["sequential"]), rate(by["batched"])
         final: dict[str, Any] = dict(
             metric="ratio_batched_over_sequential",
-            ratio=round(b / s, 3) if s else None,
+            ratio=round(rb / rs, 3) if rs else None,
             sequential_sessions_per_s=s,
             batched_sessions_per_s=b,
             identical_graphs=graphs["sequential"] == graphs["batched"],

@@ -358,13 +358,15 @@ def test_generate_and_reset_racing_close_fail_instead_of_waiting():
 
 
 def test_missing_cpu_features_maps_llama_names_to_cpuinfo_flags():
-    from promem_fast.backends.llm.llamacpp import missing_cpu_features
+    from promem_fast.backends.llm.llamacpp import compiled_cpu_features, missing_cpu_features
 
-    info = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | LLAMAFILE = 1 | AMX_INT8 = 0 |"
+    info = ("CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | LLAMAFILE = 1 | AMX_INT8 = 0 | "
+            "CUDA : ARCHS = 1200 | PEER_MAX_BATCH_SIZE = 128 | FA_ALL_QUANTS = 1")
     zen4 = "fpu pni avx2 avx512f avx512_vnni".split()
     assert missing_cpu_features(info, zen4) == []
     assert missing_cpu_features(info, "fpu pni avx2".split()) == ["AVX512", "AVX512_VNNI"]
-    # AMX_INT8 = 0 was not compiled in; LLAMAFILE is no CPU flag.
+    # AMX_INT8 = 0 was not compiled in; LLAMAFILE is no CPU flag; "= 1200" is no "= 1".
+    assert compiled_cpu_features(info) == ["SSE3", "AVX2", "AVX512", "AVX512_VNNI", "LLAMAFILE", "FA_ALL_QUANTS"]
     assert missing_cpu_features(info, "pni".split()) == ["AVX2", "AVX512", "AVX512_VNNI"]
 
 
@@ -394,5 +396,5 @@ def test_the_installed_build_runs_on_this_cpu():
     except (OSError, StopIteration):
         pytest.skip("no /proc/cpuinfo flags line")
     info = llama_cpp.llama_print_system_info().decode()
-    assert "AVX2 = 1" in info or "NEON" in info
+    assert "AVX2 = 1" in info or "NEON = 1" in info
     assert missing_cpu_features(info, flags) == []

@@ -88,13 +88,14 @@ def missing_cpu_features(system_info: str, cpu_flags: Iterable[str]) -> list[str
 def compiled_cpu_features(system_info: str) -> list[str]:
     """Names llama.cpp's ``llama_print_system_info()`` text reports as ``= 1`` (compiled-in
     instruction sets and options, e.g. ``["AVX2", "FMA", "LLAMAFILE", "REPACK"]``)."""
-    return re.findall(r"([A-Z0-9_]+) = 1", system_info)
+    return re.findall(r"([A-Z0-9_]+) = 1(?=\s*\||\s*$)", system_info)
 
 
 def _check_cpu_features(llama_cpp, cpuinfo: str = "/proc/cpuinfo") -> None:
-    """Raise instead of dying on SIGILL when llama.cpp was built for a CPU with more features
+    """Raise before the model loads when llama.cpp was built for a CPU with more features
     (pip builds llama-cpp-python with GGML_NATIVE unless CMAKE_ARGS says otherwise, and its
-    wheel cache does not key on the CPU); skipped where /proc/cpuinfo is absent.
+    wheel cache does not key on the CPU); skipped where /proc/cpuinfo is absent. A build whose
+    library start-up code already uses a missing instruction still dies on SIGILL at import.
 
     Raises:
         RuntimeError: names the compiled features this CPU lacks.
@@ -112,7 +113,7 @@ def _check_cpu_features(llama_cpp, cpuinfo: str = "/proc/cpuinfo") -> None:
         raise RuntimeError(
             f"llama-cpp-python here was compiled for {', '.join(missing)}, which this CPU lacks; "
             "reinstall it on this machine (`CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir "
-            "--force-reinstall llama-cpp-python` builds it for any x86-64 CPU, as .ci/setup does)"
+            "--force-reinstall llama-cpp-python` builds it for any AVX2 CPU, as .ci/setup does)"
         )
 
 
