@@ -327,6 +327,9 @@ def make_parser() -> argparse.ArgumentParser:
                     help="LoCoMo: extract each session's memory once per speaker and retrieve over both "
                          "(default), or for the --user-speaker only (default when it is given)")
     ev.add_argument("--max-questions", type=_positive, help="cap questions per session/sample")
+    ev.add_argument("--labels", type=Path, default=None,
+                    help="JSON Lines of {session_id, memory, label} by a reviewer (docs/evaluation.md): "
+                         "adds reviewed precision per variant")
     ev.add_argument("--update-top-k", type=_positive, default=None,
                     help="HaluMem: memories retrieved per update memory point (default 10)")
     _add_input_args(ev)

@@ -217,8 +217,16 @@ def test_halumem_eval_through_cli_exact(tmp_path, monkeypatch, capsys):
 
     # the markdown table: one row per variant with the exact numbers
     md = (out / "report.md").read_text()
-    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| Method") and "---" not in ln]
+    table2, judge_free_table = md.split("Judge-free measures", 1)
+    rows = [ln for ln in table2.splitlines() if ln.startswith("| ") and not ln.startswith("| Method") and "---" not in ln]
     assert len(rows) == 2
+    # the judge-free table: one row per variant, its figures from results.json
+    jf_rows = [ln for ln in judge_free_table.splitlines() if ln.startswith("| ") and not ln.startswith("| Method")
+               and "---" not in ln]
+    jf = res["variants"]["one-off"]["judge_free"]
+    assert len(jf_rows) == 2 and jf_rows[1].startswith(
+        f"| One-off Extract (one-off) | {jf['memories_per_session']:.1f} | {100 * jf['precision@0.5']:.1f} |")
+    assert (out / "review.jsonl").is_file()
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
     # no update memory point in this input: the update columns are empty ("-")
     assert cells[0][:10] == ["ProMem (Full) (promem)", "50.00", "100.00", "100.00", "0.00", "0.00",

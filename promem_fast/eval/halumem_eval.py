@@ -58,6 +58,7 @@ from .harness import (
     start_qa_run,
 )
 from .judges import QAItem, UpdateItem
+from .precision import halumem_gold, markdown_table
 from .metrics import (
     extraction_f1,
     memory_accuracy,
@@ -289,6 +290,7 @@ async def evaluate_halumem(sessions: Sequence[Session], config: Config, services
             out_dir, frame=FRAME, version=v,
         )
         agg = _aggregate(records, extracted)
+        agg["judge_free"] = await run.precision(v, extracted, halumem_gold)
         for r in records:
             for k in ("answers", "memories_from_system", "update_search_ms"):  # in the output file / update_points
                 r.pop(k)
@@ -300,6 +302,11 @@ async def evaluate_halumem(sessions: Sequence[Session], config: Config, services
     md = run.report_head("HaluMem")
     md.append(format_table(rows, TABLE_COLUMNS))
     md.append("")
+    md += ["Judge-free measures (MiniLM cosine against the gold memory points; reviewed precision "
+           "from the labels file when given):", "",
+           markdown_table([(r["label"], r["judge_free"]) for r in rows]), ""]
+    review = run.write_review(out_dir)
+    results["review_file"] = str(review) if review else None
     md.append("Mem. Int. = recall of gold memory points scored 2 (interference points and update-judged "
               "points excluded); Mem. Acc. = target precision of extracted entries; Upd. rates over update "
               f"memory points (top-{opts.update_top_k} memories retrieved per point, HaluMem's update judge); "

@@ -51,6 +51,8 @@ class EvalOptions:
     ``"both"``. Other values, or ``"both"`` with ``user_speaker``, raise ValueError.
     graphs_dir: where each variant's extracted graphs are written as ``{variant}.jsonl``
     (:func:`save_graphs`; set to ``OUT/graphs`` by the ``eval`` runner; None: not written).
+    labels: a reviewer's labels file (:func:`~.precision.load_labels`); each variant then
+    also reports reviewed precision (:func:`~.precision.score_labels`).
     """
 
     variants: list[str] = field(default_factory=lambda: ["promem"])
@@ -68,6 +70,7 @@ class EvalOptions:
     nli_hi: float = 0.8
     concurrency: int = 1
     graphs_dir: Optional[Path] = None
+    labels: Optional[Path] = None
 
 
 @dataclass
@@ -177,6 +180,32 @@ class QARun:
     top_k: int
     results: dict[str, Any]
     models: dict[str, str] = field(default_factory=dict)
+    memories: dict[str, list] = field(default_factory=dict)
+    labels: Optional[dict] = None
+
+    async def precision(self, variant: str, extracted: Sequence[ExtractedSession], gold_fn) -> dict[str, Any]:
+        """Judge-free measures of ``variant`` (:func:`~.precision.judge_free`, gold points from
+        ``gold_fn(session)``), plus ``"reviewed"`` (:func:`~.precision.score_labels`) when a
+        labels file was loaded. The memories are kept for :meth:`write_review`."""
+        from .precision import judge_free, score_labels, session_memories
+
+        mems = [session_memories(e.graph, e.session, gold_fn(e.session), e.seconds) for e in extracted]
+        self.memories[variant] = mems
+        out = await judge_free(mems, self.svc.embed)
+        if self.labels is not None:
+            out["reviewed"] = score_labels(mems, self.labels)
+        return out
+
+    def write_review(self, out_dir: Path) -> Optional[Path]:
+        """Write ``out_dir/review.jsonl``, the blind labelling file of every variant's memories
+        (:func:`~.precision.write_review_file`; memories already labelled are left out)."""
+        from .precision import write_review_file
+
+        if not self.memories:
+            return None
+        path = Path(out_dir) / "review.jsonl"
+        write_review_file(self.memories, path, existing=self.labels)
+        return path
 
     async def extract_variants(self, sessions: Sequence[Session], config: Config, services: Services,
                                opts: EvalOptions) -> AsyncIterator[tuple[str, list[ExtractedSession], Counter]]:
@@ -216,7 +245,13 @@ def start_qa_run(benchmark: str, config: Config, services: Services, opts: EvalO
     top_k = opts.top_k or config.pipeline.top_k
     results: dict[str, Any] = {"benchmark": benchmark, "judge": opts.judge, "judge_is_proxy": judge.proxy,
                                "top_k": top_k, **extra, "variants": {}}
-    return QARun(svc, judge, top_k, results)
+    labels = None
+    if opts.labels is not None:
+        from .precision import load_labels
+
+        labels = load_labels(opts.labels)
+        results["labels"] = str(opts.labels)
+    return QARun(svc, judge, top_k, results, labels=labels)
 
 
 @dataclass

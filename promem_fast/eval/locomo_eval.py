@@ -44,6 +44,7 @@ from .harness import (
 )
 from .judges import QAItem
 from .metrics import locomo_qa_score, memory_integrity
+from .precision import locomo_gold, markdown_table
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +195,7 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
             agg[f"f1_{_cat_key(c)}"] = mean([q["f1"] for q in cq])
             agg[f"judge_{_cat_key(c)}"] = mean([float(q["label"] == "Correct") for q in cq])
             agg[f"n_{_cat_key(c)}"] = len(cq)
+        agg["judge_free"] = await run.precision(v, extracted, locomo_gold)
         agg["per_question"] = qrecs
         agg["per_point"] = points
         results["variants"][v] = agg
@@ -206,7 +208,12 @@ async def evaluate_locomo(path: Path, config: Config, services: Services, opts: 
     j_cols += [("Judge (1-4)", "judge_accuracy", pct)]
     md = run.report_head("LoCoMo")
     md += ["Token-level F1 by question category (LoCoMo scorer):", "", format_table(rows, f1_cols), "",
-           "Judge accuracy by category (category 5: LoCoMo's no-information rule):", "", format_table(rows, j_cols), ""]
+           "Judge accuracy by category (category 5: LoCoMo's no-information rule):", "", format_table(rows, j_cols), "",
+           "Judge-free measures (MiniLM cosine against the user speaker's observations; reviewed precision "
+           "from the labels file when given):", "",
+           markdown_table([(r["label"], r["judge_free"]) for r in rows]), ""]
+    review = run.write_review(out_dir)
+    results["review_file"] = str(review) if review else None
     for v in opts.variants:
         a = results["variants"][v]
         md.append(f"- {v}: {a['questions']} questions, evidence hit rate {pct(a['evidence_hit_rate'])}, "

@@ -7,6 +7,9 @@ takes ready ``services`` (tests inject scripted ones). Outputs in ``DIR``:
   Mem. Acc., QA Acc., QA Halu., QA Om., plus tokens and seconds per session), one row per
   variant, headed by the LLM, NLI, embedding model and judge;
 * ``results.json``: every number, per-item records included;
+* ``review.jsonl``: the blind labelling file (every variant's memories, shuffled, no
+  variant named; :mod:`.precision`); with ``--labels FILE`` each variant also reports
+  reviewed precision;
 * HaluMem only: ``promem_fast-{variant}/promem_fast_eval_results.jsonl`` per variant, in
   HaluMem's output contract (:mod:`.halumem_output`).
 
@@ -148,6 +151,7 @@ def options_from_args(args: argparse.Namespace, config: Config) -> EvalOptions:
         user_speaker=getattr(args, "user_speaker", None),
         speakers=getattr(args, "speakers", None),
         concurrency=config.engine.concurrency,
+        labels=getattr(args, "labels", None),
         **({"update_top_k": args.update_top_k} if getattr(args, "update_top_k", None) else {}),
     )
 

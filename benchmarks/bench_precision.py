@@ -1,0 +1,170 @@
+"""Precision instrument on the dev slices: extract, then judge-free measures (and reviewed
+precision from a labels file), one JSON line per slice and variant.
+
+Slices (``../shared/data``): HaluMem user3 sessions 1-3; LoCoMo conv-26 sessions 1-3 and
+conv-30 sessions 1-2, each session extracted once per speaker. No LLM judge is asked
+anything: measures are in :mod:`promem_fast.eval.precision`.
+
+    python benchmarks/bench_precision.py --out out/prec --variants promem,one-off \
+        --append benchmarks/results/precision.jsonl
+    # after labelling out/prec/review.jsonl (rubric: docs/evaluation.md), score without extracting:
+    python benchmarks/bench_precision.py --out out/prec --from-graphs \
+        --labels benchmarks/review/LABELS.jsonl --append benchmarks/results/precision.jsonl
+
+Writes ``OUT/graphs/{slice}-{variant}.jsonl`` and ``OUT/review.jsonl`` (the blind file to
+label: every variant's memories once, shuffled, no variant named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+# slice name -> (loader format, file, [(sample, sessions)])
+SLICES = {
+    "halumem": ("halumem", "halumem_dev_user3.jsonl", [(None, "1-3")]),
+    "locomo": ("locomo", "locomo_dev.json", [("conv-26", "1-3"), ("conv-30", "1-2")]),
+}
+
+
+def load_slice(name: str, data_dir: Path) -> list:
+    """Sessions of a dev slice (LoCoMo: each session once per speaker, ids ``...@<speaker>``)."""
+    from promem_fast.io import load_sessions
+
+    fmt, fname, picks = SLICES[name]
+    path = data_dir / fname
+    if not path.is_file():
+        raise FileNotFoundError(f"dev slice {name}: {path} not found (../shared/data beside the repo)")
+    out = []
+    for sample, sessions in picks:
+        if fmt == "locomo":
+            for sp in ("speaker_a", "speaker_b"):
+                for s in load_sessions(path, fmt, sample=sample, sessions=sessions, user_speaker=sp):
+                    out.append(s.model_copy(update={"session_id": f"{s.session_id}@{s.user_name}"}))
+        else:
+            out.extend(load_sessions(path, fmt, sample=sample, sessions=sessions))
+    return out
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def read_graphs(path: Path) -> dict:
+    from promem_fast.schema import MemoryGraph
+
+    if not path.is_file():
+        raise FileNotFoundError(f"--from-graphs: {path} not found (run once without --from-graphs)")
+    return {g.session_id: g for g in (MemoryGraph.model_validate_json(line)
+                                      for line in path.read_text(encoding="utf-8").splitlines() if line.strip())}
+
+
+async def run(args: argparse.Namespace) -> list[dict]:
+    from promem_fast.bench import machine_info
+    from promem_fast.config import Config
+    from promem_fast.context import Services
+    from promem_fast.eval.harness import extract_sessions
+    from promem_fast.eval.precision import (halumem_gold, judge_free, load_labels, locomo_gold, score_labels,
+                                            session_memories, write_review_file)
+
+    cfg = Config.model_validate_json(Path(args.config).read_text()) if args.config else Config()
+    if args.llm:
+        cfg.llm.backend = args.llm
+    if args.llm_url:
+        cfg.llm.base_url = args.llm_url
+    if args.embed:
+        cfg.embed.backend = args.embed
+    labels = load_labels(args.labels) if args.labels else None
+    services = Services.from_config(cfg)
+    gold_fn = {"halumem": halumem_gold, "locomo": locomo_gold}
+    graphs_dir = args.out / "graphs"
+    graphs_dir.mkdir(parents=True, exist_ok=True)
+    memories: dict[str, list] = {}
+    lines = []
+    for sl in args.slices:
+        sessions = load_slice(sl, args.data)
+        for v in args.variants:
+            gpath = graphs_dir / f"{sl}-{v}.jsonl"
+            t0 = time.perf_counter()
+            if args.from_graphs:
+                got = read_graphs(gpath)
+                prev = {}
+                if (args.out / "seconds.json").is_file():
+                    prev = json.loads((args.out / "seconds.json").read_text())
+                pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
+            else:
+                ex = await extract_sessions(sessions, cfg, services, v, args.concurrency)
+                gpath.write_text("".join(e.graph.to_json(indent=None) + "\n" for e in ex if e.graph is not None),
+                                 encoding="utf-8")
+                pairs = [(e.graph, e.session, e.seconds) for e in ex]
+                secs_file = args.out / "seconds.json"
+                secs = json.loads(secs_file.read_text()) if secs_file.is_file() else {}
+                secs.update({f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
+                secs_file.write_text(json.dumps(secs, indent=1))
+            mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
+            memories[f"{sl}-{v}"] = mems
+            jf = await judge_free(mems, services.embed)
+            line = {"benchmark": "precision", "slice": sl, "variant": v, "commit": git_commit(),
+                    "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    "machine": machine_info(), "llm": cfg.llm.backend,
+                    "failed": sum(g is None for g, _, _ in pairs),
+                    "wall_s": round(time.perf_counter() - t0, 1), "concurrency": args.concurrency,
+                    **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k != "per_memory"}}
+            if labels is not None:
+                line["reviewed"] = {k: (round(x, 4) if isinstance(x, float) else x)
+                                    for k, x in score_labels(mems, labels).items()}
+                line["labels"] = str(args.labels)
+            (args.out / f"per_memory-{sl}-{v}.jsonl").write_text(
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jf["per_memory"]), encoding="utf-8")
+            print(json.dumps(line), flush=True)
+            lines.append(line)
+            if args.append:
+                with open(args.append, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(line) + "\n")
+    n = write_review_file(memories, args.out / "review.jsonl", existing=labels)
+    print(f"wrote {args.out / 'review.jsonl'} ({n} memories to label)", file=sys.stderr)
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--slices", default="halumem,locomo")
+    ap.add_argument("--variants", default="promem,one-off")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--labels", type=Path, help="reviewer labels (JSONL of session_id, memory, label)")
+    ap.add_argument("--from-graphs", action="store_true", help="score OUT/graphs/*.jsonl without extracting")
+    ap.add_argument("--append", type=Path, help="append each JSON line to this results file")
+    ap.add_argument("--config", type=Path)
+    ap.add_argument("--llm")
+    ap.add_argument("--llm-url")
+    ap.add_argument("--embed")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    args.slices = [s.strip() for s in args.slices.split(",") if s.strip()]
+    args.variants = [s.strip() for s in args.variants.split(",") if s.strip()]
+    bad = [s for s in args.slices if s not in SLICES]
+    if bad:
+        ap.error(f"--slices: unknown {bad}; expected some of {list(SLICES)}")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sys.path.insert(0, str(ROOT))
+    asyncio.run(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
