@@ -112,6 +112,27 @@ class PipelineConfig(_Cfg):
         ">= 2 and >= 60 % shared content words) is a contradiction without an NLI call. The 1.5B judge read "
         "'likes first-person shooters' as entailed by 'I don't like to play first-person shooters' (not in the paper).",
     )
+    screen_entries: bool = Field(
+        default=True,
+        description="HV: before NLI, an entry or atomic fact is discarded with its reason when it is filler "
+        "(thanks, praise, agreement, conversation meta), about the other speaker, stated in none of its user "
+        "turns (< 50 % of its content words: world knowledge, invented, or the other side's words), stated "
+        "only inside a quotation, or says the user did what the turn's clause says someone else did "
+        "(stages/screen.py). The 1.5B judge called all of these entailed (not in the paper).",
+    )
+    lexical_entailment: bool = Field(
+        default=True,
+        description="HV: an entry or atomic fact whose every content word (>= 2) is in its user turn outside "
+        "quotes, with no polarity clash, is entailed without an NLI call (NLIVerdict.by 'lexical'): the call "
+        "would only confirm a near-copy of the turn, and it was the largest token cost (not in the paper).",
+    )
+    dedup: bool = Field(
+        default=True,
+        description="After HV: of two live entries at embedding cosine >= tau_dup, or one whose content words "
+        "all occur in the other, the one with fewer content words is discarded (ProMem v1's dedup, "
+        "promem-notes-zh.md, inside promem).",
+    )
+    tau_dup: float = Field(default=0.9, gt=0.0, le=1.0, description="dedup: cosine at which two entries are one fact.")
 
     recover_details: bool = Field(
         default=True,
@@ -145,11 +166,6 @@ class PipelineConfig(_Cfg):
     max_draft_facts: int = Field(default=30, ge=1, description="Most entries in the initial draft / one-off / v1 extraction.")
     max_atomic_facts: int = Field(default=5, ge=1, description="Most atomic facts per decomposed entry (§3.4).")
     max_relation_checks: int = Field(default=8, ge=0, description="Most candidate edges verified per session (§3.5).")
-    max_dialogue_chars: int = Field(
-        default=16000, ge=1000,
-        description="Above this many dialogue characters, per-topic prompts carry only the topic's turns "
-        "instead of the whole session (keeps prompts inside the context window).",
-    )
 
 
 class Config(_Cfg):

@@ -83,10 +83,11 @@ class NLIVerdict(_Model):
     hypothesis: str
     label: NLILabel
     score: float = Field(description="Probability of ``label`` (1.0 for an LLM judge without scores).")
-    by: Literal["nli", "polarity"] = Field(
+    by: Literal["nli", "polarity", "lexical"] = Field(
         default="nli",
-        description='Who gave the label: "nli" (the NLI service) or "polarity" (the turn\'s best-matching '
-        "clause says the opposite: one is negated, the other not; no NLI call).",
+        description='Who gave the label: "nli" (the NLI service), "polarity" (the turn\'s best-matching '
+        "clause says the opposite: one is negated, the other not; no NLI call) or \"lexical\" (every content "
+        "word of the hypothesis is in the user's turn outside quotes: entailment without an NLI call).",
     )
 
 
@@ -184,7 +185,8 @@ class MemoryGraph(_Model):
         default_factory=list,
         description='Pipeline switches that were off (Table 2): "no-details", "no-cc", "no-hv", "no-da", "no-rel"; '
         'then this engine\'s own checks that were off while their stage ran: "no-refile" (details), '
-        '"no-topic-anchor" (detail anchoring), "no-head-claim" and "no-polarity" (hallucination verification), '
+        '"no-topic-anchor" (detail anchoring), "no-head-claim", "no-polarity", "no-screen", "no-lexical-nli" and '
+        '"no-dedup" (hallucination verification), '
         '"no-detail-recovery" (completeness check); '
         "empty for the full pipeline and for variants without those stages.",
     )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -230,6 +230,71 @@ def _format(d: datetime, period: str) -> str:
     return d.date().isoformat()  # day, week (the day the expression points at), time
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+_GERMAN = re.compile(r"[äöüß]|\b(?:der|die|das|und|ist|nicht|ich|wir|gestern|morgen|heute|nächste[nmrs]?|"
+                     r"letzte[nmrs]?|vorige[nmrs]?|kommende[nmrs]?|woche|monat|jahr|vor|montag|dienstag|"
+                     r"mittwoch|donnerstag|freitag|samstag|sonntag)\b", re.I)
+# words before a bare weekday / unit that point forward or back ("nächsten Montag", "下周")
+_FUTURE = re.compile(r"(?:nächste[nmrs]?|kommende[nmrs]?|übernächste[nmrs]?|下|明)\s*$", re.I)
+_PAST = re.compile(r"(?:letzte[nmrs]?|vorige[nmrs]?|vergangene[nmrs]?|上|昨)\s*$", re.I)
+_DE_EDGES = {"in", "im", "am", "an", "um", "bei", "zu", "zum", "zur", "und", "oder", "seit", "bis", "ab"}
+
+
+def _language(text: str) -> str:
+    """"zh" for a text with CJK characters, "de" for one with German words, else "en"."""
+    if _CJK.search(text):
+        return "zh"
+    if _GERMAN.search(text):
+        return "de"
+    return "en"
+
+
+def _resolve_other(text: str, ref: Optional[datetime], lang: str) -> list[str]:
+    """:func:`resolve_dates` for Chinese and German text: dateparser's own parsers for that
+    language; a weekday or unit after a forward / backward word ("nächsten Montag", "下个月")
+    resolves with dateparser's PREFER_DATES_FROM future / past. Without ``ref`` only
+    expressions with a 4-digit year are kept."""
+    search_dates, DateDataParser = _dateparser()
+    base = ref.replace(tzinfo=None) if ref is not None else _PLACEHOLDER_BASE
+    settings = dict(_BASE_SETTINGS, RELATIVE_BASE=base)
+    try:
+        found = search_dates(text, languages=[lang], settings=settings) or []
+    except Exception as exc:  # dateparser raises assorted errors on odd input; a miss is harmless
+        logger.debug("dateparser search failed on %r: %s", text[:80], exc)
+        return []
+    out: list[str] = []
+    pos = 0
+    for match, when in found:
+        at = text.find(match, pos)
+        pos = at + len(match) if at >= 0 else pos
+        toks = match.split()
+        while toks and toks[-1].lower() in _DE_EDGES:
+            toks.pop()
+        while toks and toks[0].lower() in _DE_EDGES:
+            toks.pop(0)
+        phrase = " ".join(toks).strip(" ,.;:，。")
+        if not phrase:
+            continue
+        if ref is None and not _YEAR_RE.search(phrase):
+            continue
+        before = text[:at] if at >= 0 else ""
+        prefer = "future" if _FUTURE.search(before) else "past" if _PAST.search(before) else None
+        opts = dict(settings, PREFER_DATES_FROM=prefer) if prefer else settings
+        data = DateDataParser(languages=[lang], settings=opts).get_date_data(phrase)
+        if data is not None and data.date_obj is not None:
+            when, period = data.date_obj, data.period or "day"
+        else:
+            period = "day"
+        if not 1600 <= when.year <= 2200:
+            continue  # a misread number ("2020年" once came back as year 4)
+        if prefer == "future" and when.replace(tzinfo=None) <= base and period == "day":
+            when = when + timedelta(days=7)  # "nächsten Montag" said on a Monday: a week on
+        iso = _format(when, period)
+        if iso not in out:
+            out.append(iso)
+    return out
+
+
 def resolve_dates(text: str, ref: Optional[datetime]) -> list[str]:
     """Absolute ISO dates for the time expressions in ``text``.
 
@@ -247,7 +312,12 @@ def resolve_dates(text: str, ref: Optional[datetime]) -> list[str]:
         "in 2022"). Words dateparser over-matches ("may", "now", "second", "we") are
         filtered out; time-of-day-only expressions are dropped.
     """
-    if not text or not _CANDIDATE_RE.search(text):
+    if not text:
+        return []
+    lang = _language(text)
+    if lang != "en":
+        return _resolve_other(text, ref, lang)
+    if not _CANDIDATE_RE.search(text):
         return []
     search_dates, DateDataParser = _dateparser()
     base = ref.replace(tzinfo=None) if ref is not None else _PLACEHOLDER_BASE

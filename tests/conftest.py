@@ -55,6 +55,32 @@ def keyed(mapping: Mapping[str, Any]) -> Callable[[LLMRequest], str]:
     return rule
 
 
+def relation_rule(probes: Mapping[str, Any], answerable: Mapping[str, Any],
+                  supported: Mapping[str, Any]) -> Callable[[LLMRequest], str]:
+    """Rule of stage relation_verify: a probe answer keyed like :func:`keyed`; a batched
+    answerability ("Question k: ...") or support ("Link k: ...") request answered item by
+    item, each by the first key it contains (no match raises KeyError)."""
+    probe = keyed(probes)
+
+    def item(line: str, mapping: Mapping[str, Any]) -> Any:
+        for key, value in mapping.items():
+            if key in line:
+                return value
+        raise KeyError(f"no scripted answer for relation item {line[:200]!r}")
+
+    def rule(req: LLMRequest) -> str:
+        task = task_text(req)
+        qs = re.findall(r"Question \d+: (.*)", task)
+        if qs:
+            return json.dumps([item(q, answerable) for q in qs])
+        links = re.findall(r"Link \d+: (.*)", task)
+        if links:
+            return json.dumps([item(x, supported) for x in links])
+        return probe(req)
+
+    return rule
+
+
 def const(value: Any) -> str:
     """Rule: always this JSON value."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -138,7 +164,7 @@ def make_session(session_id: str = "s1", user_name: str = "Alice") -> Session:
 
 DRAFT = [
     {"fact": "Alice adopted a puppy named Max yesterday.", "turns": ["t1"]},
-    {"fact": "Alice started a new job at Acme as a data engineer.", "turns": ["t6"]},
+    {"fact": "Alice started a new job at Acme as a data scientist.", "turns": ["t6"]},
     {"fact": "Alice takes puppy training with Max.", "turns": ["t2"]},
     {"fact": "Alice bought a bike.", "turns": ["t8"]},
 ]
@@ -158,7 +184,7 @@ DETAILS = {
 }
 RELATIONS = [["E1", "temporal", "E2"], ["E3", "causal", "E4"], ["E1", "causal", "E1"], ["E5", "causal", "E1"]]
 DECOMPOSE = {
-    "Entry: Alice started a new job at Acme as a data engineer.": [
+    "Entry: Alice started a new job at Acme as a data scientist.": [
         "Alice started a new job at Acme.", "Alice is a data scientist.", "Alice earns a high salary.",
     ],
 }
@@ -174,12 +200,12 @@ ANSWERABLE = {
     "What did Alice do after adopting Max?": {"answerable": True, "answer": "took Max to the park"},
     "Why did Alice buy a bike?": {"answerable": False, "answer": ""},
 }
-SUPPORTED = {"Claim: A leads to B.": {"supported": True}}
+SUPPORTED = {"Claim: A leads to B.": True}
 # "park near house" (t3) is in no verified entry, so t3 is read again; the answer repeats e2
 RECOVER = {"Turn: [t3]": ["Alice takes Max to the park."]}
 NLI_VERDICTS = {
     "Alice adopted a puppy named Max yesterday.": "entailment",
-    "Alice started a new job at Acme as a data engineer.": "neutral",
+    "Alice started a new job at Acme as a data scientist.": "neutral",
     "Alice takes puppy training with Max.": "neutral",
     "Alice bought a bike.": "entailment",
     "Alice takes Max to the park.": "entailment",
@@ -196,7 +222,7 @@ def promem_rules() -> dict[str, Any]:
         "relations": const(RELATIONS),
         "draft": const(DRAFT),
         "verify": keyed({**DECOMPOSE, **ADJUDICATE}),
-        "relation_verify": keyed({**SUPPORTED, **ANSWERABLE, **PROBES}),
+        "relation_verify": relation_rule(PROBES, ANSWERABLE, SUPPORTED),
         "recover": keyed(RECOVER),
     }
 

@@ -19,7 +19,11 @@ from promem_fast.stages.state import Candidate, Entry, PipelineState, has_text
 from promem_fast.stages.verify import ASSISTANT_REASON, verify_entries
 
 from conftest import (ADJUDICATE, DECOMPOSE, DETAILS, EVENTS, FakeNLI, KeywordEmbedder, const, keyed, make_ctx,
-                      make_services, make_session)
+                      make_services, make_session, relation_rule)
+
+
+# HV's NLI path alone: the screen and the lexical fast path have their own tests (test_screen.py)
+NLI_ONLY = {"screen_entries": False, "lexical_entailment": False}
 
 
 def new_state(ctx) -> PipelineState:
@@ -272,7 +276,7 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
     # the decomposer repeats the entry (as the 1.5B model does): judged once, main clause too
     rules = {"verify": keyed({f"Entry: {flipped}": [flipped, flipped.rstrip(".")],
                               "Fact: Alice adopted a kitten": {"action": "REVISE", "revised_fact": "Alice adopted a puppy."}})}
-    ctx = make_ctx(services=make_services(rules=rules, nli=nli))
+    ctx = make_ctx(services=make_services(rules=rules, nli=nli), **NLI_ONLY)
     state = new_state(ctx)
     state.entries = [Entry(flipped, "draft", "kept", ["t1"]),
                      Entry("Alice adopted a puppy, because she loves dogs.", "draft", "kept", ["t1"])]
@@ -288,7 +292,7 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
         "Alice adopted a puppy, because she loves dogs.", "kept", ["entailment", "entailment"])
     # switched off: one pair per entry, the flipped entry is kept as written
     ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(dict(nli.verdicts))),
-                   check_head_claim=False)
+                   check_head_claim=False, **NLI_ONLY)
     state = new_state(ctx)
     state.entries = [Entry(flipped, "draft", "kept", ["t1"])]
     await verify_entries(ctx, state)
@@ -324,7 +328,7 @@ async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call(
                               "Fact: Alice likes puzzle games.": {"action": "REVISE",
                                                                   "revised_fact": "Alice doesn't like puzzle games."},
                               "Fact: Alice finds puzzle games relaxing.": {"action": "DISCARD", "revised_fact": None}})}
-    ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=nli))
+    ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=nli), lexical_entailment=False)
     state = new_state(ctx)
     state.entries = [Entry(flipped, "draft", "kept", ["t1"]), Entry("Alice likes to play strategy games.", "draft", "kept", ["t1"])]
     await verify_entries(ctx, state)
@@ -350,7 +354,7 @@ async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call(
 async def test_hallucination_verification():
     nli = FakeNLI({
         "Alice adopted a puppy named Max yesterday.": "entailment",
-        "Alice started a new job at Acme as a data engineer.": "contradiction",
+        "Alice started a new job at Acme as a data scientist.": "contradiction",
         "Alice started a new job at Acme.": "entailment",
         "Alice is a data scientist.": "contradiction",
         "Alice earns a high salary.": "neutral",
@@ -360,11 +364,11 @@ async def test_hallucination_verification():
     })
     rules = {"verify": keyed({**DECOMPOSE, "Entry: Alice owns a cat.": ["Alice owns a cat."], **ADJUDICATE,
                               "Fact: Alice owns a cat.": {"action": "DISCARD", "revised_fact": None}})}
-    ctx = make_ctx(services=make_services(rules=rules, nli=nli))
+    ctx = make_ctx(services=make_services(rules=rules, nli=nli), **NLI_ONLY)
     state = new_state(ctx)
     state.entries = [
         Entry("Alice adopted a puppy named Max yesterday.", "draft", "kept", ["t1"]),
-        Entry("Alice started a new job at Acme as a data engineer.", "draft", "kept", ["t6"]),
+        Entry("Alice started a new job at Acme as a data scientist.", "draft", "kept", ["t6"]),
         Entry("Alice takes puppy training with Max.", "draft", "kept", ["t2"]),
         Entry("Alice has a puppy named Max.", "event", "recovered", ["t2"]),
         Entry("Alice owns a cat.", "draft", "kept", []),
@@ -378,7 +382,7 @@ async def test_hallucination_verification():
     # not entailed: decomposed, one atomic fact kept, one revised, one discarded
     assert (e[1].text, e[1].status, e[1].original_text, e[1].discarded) == (
         "Alice started a new job at Acme. Alice is a data engineer.", "revised",
-        "Alice started a new job at Acme as a data engineer.", False)
+        "Alice started a new job at Acme as a data scientist.", False)
     assert [(a.text, a.action, a.revised_text) for a in e[1].atomic_facts] == [
         ("Alice started a new job at Acme.", "kept", None),
         ("Alice is a data scientist.", "revised", "Alice is a data engineer."),
@@ -408,16 +412,13 @@ async def test_hallucination_verification():
 # --- relation verification ----------------------------------------------------------------
 
 async def test_relation_verification_implicit_supported_unsupported():
-    rules = {"relation_verify": keyed({
-        "Claim: A leads to B.": {"supported": True},
-        "Claim: A happens before B.": {"supported": False},
-        "Question: Q-implicit": {"answerable": True, "answer": "because of X"},
-        "Question: Q-open": {"answerable": False, "answer": ""},
-        "Question: Q-unsupported": {"answerable": False, "answer": ""},
-        "A: alpha": {"question": "Q-implicit"},
-        "A: beta": {"question": "Q-open"},
-        "A: gamma": {"question": "Q-unsupported"},
-    })}
+    rules = {"relation_verify": relation_rule(
+        {"A: alpha": {"question": "Q-implicit"}, "A: beta": {"question": "Q-open"},
+         "A: gamma": {"question": "Q-unsupported"}},
+        {"Q-implicit": {"answerable": True, "answer": "because of X"}, "Q-open": {"answerable": False, "answer": ""},
+         "Q-unsupported": {"answerable": False, "answer": ""}},
+        {"Claim: A leads to B.": True, "Claim: A happens before B.": False},
+    )}
     ctx = make_ctx(services=make_services(rules=rules))
     state = new_state(ctx)
     state.entries = [Entry(t, "draft", "kept", []) for t in ("alpha", "beta", "gamma", "delta", "omega")]
@@ -431,17 +432,18 @@ async def test_relation_verification_implicit_supported_unsupported():
         ("relation_verify", "implicit: answerable from memory (because of X)"),
         ("relation_verify", "not supported by the dialogue"),
     ]
-    # one batched call per step: probe (3), answerability (3), dialogue support (2)
-    assert ctx.services.llm.generate_calls == 3 and ctx.stats["relation_verify"].llm_calls == 8
+    # probes one request per edge (3), answerability one request for all 3 questions, dialogue
+    # support one request for the 2 open edges
+    assert ctx.services.llm.generate_calls == 3 and ctx.stats["relation_verify"].llm_calls == 5
     # answerability sees the flat memory (live entries only), not the dialogue
-    ans = [c for c in ctx.services.llm.calls if "Question: Q-open" in c.messages[-1]["content"]][0]
+    ans = [c for c in ctx.services.llm.calls if "Question 2: Q-open" in c.messages[-1]["content"]][0]
     assert "Memory entries:\n1. alpha\n2. beta\n3. gamma\n4. delta" in ans.messages[-1]["content"]
     assert "[t1]" not in ans.messages[-1]["content"]
 
 
 async def test_relation_checks_capped():
-    rules = {"relation_verify": keyed({"Claim:": {"supported": True}, "Question:": {"answerable": False, "answer": ""},
-                                       "A:": {"question": "q"}})}
+    rules = {"relation_verify": relation_rule({"A:": {"question": "q"}}, {"q": {"answerable": False, "answer": ""}},
+                                              {"Claim:": True})}
     ctx = make_ctx(services=make_services(rules=rules), max_relation_checks=1)
     state = new_state(ctx)
     state.entries = [Entry(t, "draft", "kept", []) for t in ("a", "b", "c")]

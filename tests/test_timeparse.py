@@ -111,3 +111,22 @@ def test_resolve_dates_without_ref_keeps_only_absolute():
 def test_resolve_dates_zoned_ref_uses_wall_clock():
     ref = datetime(2023, 5, 8, 0, 30, tzinfo=timezone(timedelta(hours=9)))
     assert resolve_dates("yesterday", ref) == ["2023-05-07"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("李雷下个月要去成都看姐姐王丽。", ["2024-04"]),
+    ("李雷昨天买了一辆自行车。", ["2024-03-03"]),
+    ("Nora fängt nächsten Montag bei Siemens in München an.", ["2024-03-11"]),  # said on a Monday
+    ("Nora war gestern in Köln.", ["2024-03-03"]),
+    ("Nora war letzte Woche in Köln.", ["2024-02-26"]),
+    ("Nora ist 2019 nach Berlin gezogen.", ["2019"]),
+    ("李雷2020年5月搬到了上海。", ["2020-05"]),
+])
+def test_chinese_and_german_relative_dates_resolve_against_the_turn(text, expected):
+    ref = datetime(2024, 3, 4, 9, 0)  # a Monday
+    assert resolve_dates(text, ref) == expected
+
+
+def test_chinese_and_german_relative_dates_need_a_reference():
+    assert resolve_dates("李雷下个月要去成都。", None) == []
+    assert resolve_dates("Nora ist 2019 nach Berlin gezogen.", None) == ["2019"]

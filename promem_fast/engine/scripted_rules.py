@@ -109,6 +109,10 @@ def _kind(schema: Optional[dict]) -> str:
         return "details"  # {turn_id: [str]}
     if t == "array":
         items = schema.get("items") or {}
+        if items.get("type") == "object" and "answerable" in (items.get("properties") or {}):
+            return "answerable"
+        if items.get("type") == "boolean":
+            return "supported"
         if items.get("type") == "object":
             return "facts"
         if items.get("type") == "array":
@@ -226,12 +230,12 @@ def respond(req: LLMRequest) -> str:
         return json.dumps({"question": f"What followed after {_words(a.group(1) if a else '', 6)}?"}, ensure_ascii=False)
 
     if kind == "answerable":
-        q = re.search(r"Question: (.*)", task)
-        ans = _crc(q.group(1) if q else task) % 3 == 0
-        return json.dumps({"answerable": ans, "answer": "from memory" if ans else ""})
+        qs = re.findall(r"Question \d+: (.*)", task)
+        out = [{"answerable": _crc(q) % 3 == 0, "answer": "from memory" if _crc(q) % 3 == 0 else ""} for q in qs]
+        return json.dumps(out)
 
     if kind == "supported":
-        return json.dumps({"supported": _crc(task) % 4 != 0})
+        return json.dumps([_crc(link) % 4 != 0 for link in re.findall(r"Link \d+: (.*)", task)])
 
     if kind == "evidence":
         m = re.search(r"Memory entry: (.*)", task)

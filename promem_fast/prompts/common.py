@@ -16,10 +16,12 @@ TASK_MARK = "### Task"
 
 SYSTEM = (
     "You build long-term memory about one user from a dialogue. Rules: write facts in the "
-    "third person with the user's name as subject (never \"User\" or \"I\"); keep the "
-    "dialogue's language; copy names exactly; record only what the user says about "
-    "themselves, never the assistant's suggestions or opinions as user facts; turn relative "
-    "dates (yesterday, last week) into absolute dates using the turn's date; do not guess. "
+    "third person with the user's name as subject (never \"User\" or \"I\"), or with the person "
+    "a fact is about when the user tells about someone else (\"Sarah's brother Tom lives in Oslo\"); "
+    "write each fact in the language of its turn and copy names exactly as written; record only "
+    "what the user states, never the assistant's suggestions, praise or opinions, nor a line the "
+    "user quotes; skip thanks, greetings and talk about the conversation; turn relative dates "
+    "(yesterday, next month) into absolute dates using the turn's date; do not guess. "
     "Answer with JSON only."
 )
 

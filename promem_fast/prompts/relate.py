@@ -1,7 +1,9 @@
 """Relation-verification prompts (ProMem §3.5; Figure 15 intent).
 
-probe: standalone (two entries + relation); answerable: standalone over the flat memory
-only (it must not see the dialogue); supported: session layout (dialogue prefix).
+probe: standalone (two entries + relation), one per edge; answerable: standalone over the
+flat memory only (it must not see the dialogue), one call for all of a session's probe
+questions; supported: session layout (dialogue prefix), one call for all open edges. One
+call per step keeps the memory block and the dialogue to one copy each per session.
 """
 
 from __future__ import annotations
@@ -57,19 +59,35 @@ def memory_block(entries: Sequence[str]) -> str:
     return "Memory entries:\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(entries))
 
 
-def answerable_request(memory: str, question: str) -> LLMRequest:
-    """Can ``question`` be answered from the flat memory alone? Output ``{"answerable", "answer"}``."""
+def answerable_request(memory: str, questions: Sequence[str]) -> LLMRequest:
+    """Can each of ``questions`` be answered from the flat memory alone?
+
+    Output JSON: ``[{"answerable": bool, "answer": str}, ...]``, exactly one item per
+    question, in order (the schema fixes the length).
+    """
+    lines = "\n".join(f"Question {k + 1}: {q}" for k, q in enumerate(questions))
     instr = (
-        f"Question: {question}\nUsing only the memory entries above, is the answer stated or "
-        'directly implied? JSON: {"answerable": true or false, "answer": "..."}'
+        f"{lines}\nFor each question, in order: using only the memory entries above, is the answer "
+        'stated or directly implied? JSON: [{"answerable": true or false, "answer": "..."}, ...]'
     )
-    return LLMRequest(standalone_messages(instr, memory), ANSWERABLE_SCHEMA, ANSWERABLE_MAX_TOKENS, stage="relation_verify")
+    n = len(questions)
+    schema = {"type": "array", "minItems": n, "maxItems": n, "items": ANSWERABLE_SCHEMA}
+    return LLMRequest(standalone_messages(instr, memory), schema, ANSWERABLE_MAX_TOKENS * n + 10,
+                      stage="relation_verify")
 
 
-def supported_request(block: str, a: str, rel_type: str, b: str, question: str) -> LLMRequest:
-    """Does the dialogue support the link? Output ``{"supported": bool}``."""
+def supported_request(block: str, links: Sequence[tuple[str, str, str, str]]) -> LLMRequest:
+    """Does the dialogue support each link? ``links``: (A, relation type, B, probe question).
+
+    Output JSON: ``[true | false, ...]``, exactly one per link, in order.
+    """
+    lines = "\n".join(
+        f"Link {k + 1}: A: {a} | B: {b} | Claim: A {relation_phrase(t)} B. ({q})" for k, (a, t, b, q) in enumerate(links))
     instr = (
-        f"A: {a}\nB: {b}\nClaim: A {relation_phrase(rel_type)} B. ({question})\n"
-        'Does the dialogue support this link? JSON: {"supported": true or false}'
+        f"{lines}\nFor each link, in order: does the dialogue support it? "
+        "JSON: [true or false, ...]"
     )
-    return LLMRequest(session_messages(block, instr), SUPPORTED_SCHEMA, SUPPORTED_MAX_TOKENS, stage="relation_verify")
+    n = len(links)
+    schema = {"type": "array", "minItems": n, "maxItems": n, "items": {"type": "boolean"}}
+    return LLMRequest(session_messages(block, instr), schema, SUPPORTED_MAX_TOKENS * n + 10,
+                      stage="relation_verify")

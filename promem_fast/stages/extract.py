@@ -133,14 +133,6 @@ def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mappi
     return best if words[best] > 0 else None
 
 
-def topic_block(ctx: SessionContext, state: PipelineState, turn_ids: Optional[Sequence[str]]) -> str:
-    """The session's dialogue block, or only ``turn_ids`` when the session is longer than
-    ``max_dialogue_chars`` (then the shared prefix is given up to fit the context window)."""
-    if turn_ids is None or len(state.block) <= ctx.config.pipeline.max_dialogue_chars:
-        return state.block
-    return dialogue_block(state.session, state.user_name, turn_ids)
-
-
 def parse_facts(
     state: PipelineState, items: list[dict[str, Any]], allowed: Sequence[str], where: str
 ) -> list[tuple[str, list[str]]]:
@@ -171,7 +163,8 @@ def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:
 
 
 async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tuple[str, str]]:
-    """Fine-grained details (§3.2, Figure 9 intent) of the user turns, one call per topic.
+    """Fine-grained details (§3.2, Figure 9 intent) of the user turns, one call per topic,
+    each showing only its topic's turns.
 
     Turns without letters/digits yield none; assistant turns are context only.
     Sets ``state.details`` = [(turn_id, detail text)] in dialogue order.
@@ -181,7 +174,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     topics = [(i, ids) for i, ids in topics if ids]
     by_id = {t.turn_id: t for t in state.user_text_turns}
     reqs = [
-        details_request(topic_block(ctx, state, state.topics[i]), ids, cap,
+        # only the topic's turns: its user lines are repeated before the task anyway, and the
+        # whole dialogue per topic was the largest prompt cost of the stage
+        details_request(dialogue_block(state.session, state.user_name, state.topics[i]), ids, cap,
                         [turn_line(by_id[t], state.user_name) for t in ids])
         for i, ids in topics
     ]

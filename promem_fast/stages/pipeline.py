@@ -4,6 +4,7 @@ Variant "promem" (ProMem §3; Figure 4), each step switchable by :class:`Pipelin
 
     segment -> [details ‖ events -> relations] ‖ draft      (§3.2, §3.3; run concurrently)
     -> completeness (CC, §3.3) -> verify (HV, §3.4) -> recover (CC on details, then HV)
+    -> dedup (v1's merge at tau_dup, counted under verify)
     -> relation_verify (Rel, §3.5) -> anchor (DA, §3.5) -> dates
 
 Variant "one-off": one extraction call (§3.1 baseline). Variant "v1": initial extraction,
@@ -31,7 +32,7 @@ from .relate import verify_relations
 from .segment import segment_topics
 from .state import PipelineState
 from .v1 import coverage_completion, dedup_merge, evidence_verification, initial_extraction
-from .verify import ground_entries, verify_entries
+from .verify import dedup_entries, ground_entries, verify_entries
 
 logger = logging.getLogger(__name__)
 
@@ -123,13 +124,17 @@ EXTENSION_SWITCHES = (("refile_details", "details", "no-refile"),
                       ("anchor_within_topic", "detail_anchoring", "no-topic-anchor"),
                       ("check_head_claim", "hallucination_verification", "no-head-claim"),
                       ("check_polarity", "hallucination_verification", "no-polarity"),
+                      ("screen_entries", "hallucination_verification", "no-screen"),
+                      ("lexical_entailment", "hallucination_verification", "no-lexical-nli"),
+                      ("dedup", "hallucination_verification", "no-dedup"),
                       ("recover_details", "completeness_check", "no-detail-recovery"))
 
 
 def ablations(p) -> list[str]:
     """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
     order), then this engine's own checks whose stage ran (``no-refile``,
-    ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``, ``no-detail-recovery``)."""
+    ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``, ``no-screen``, ``no-lexical-nli``,
+    ``no-dedup``, ``no-detail-recovery``)."""
     # detail recovery needs the details stage as well as the completeness check
     ran = {"completeness_check": p.completeness_check and p.details}
     return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
@@ -181,6 +186,9 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
                     await verify_entries(ctx, state, only=new)
                 else:
                     await ground_entries(ctx, state, only=new)
+    if p.hallucination_verification and p.dedup:
+        with ctx.timed("verify"):
+            await dedup_entries(ctx, state)
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)

@@ -10,8 +10,8 @@ collapse onto one entry are dropped. For each remaining edge (at most
    implicit: the edge is dropped (recorded with reason "implicit");
 3. otherwise the dialogue is asked whether it supports the link -> kept if supported.
 
-Each step is one ``ctx.llm_json`` call carrying every edge's request (the engine batches
-them), charged to stage "relation_verify".
+Probes are one request per edge (batched by the engine); answerability and support are one
+request each for all of the session's edges; all charged to stage "relation_verify".
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[Ed
     )
     questions = [clean_text(p["question"]) for p in probes]
     memory = memory_block([E[i].text for i in state.live_entries()])
-    answers = await ctx.llm_json([answerable_request(memory, q) for q in questions], "relation_verify")
+    (answers,) = await ctx.llm_json([answerable_request(memory, questions)], "relation_verify")
     open_edges = []
     for (a, t, b), q, ans in zip(cand, questions, answers):
         if ans["answerable"]:
@@ -76,12 +76,14 @@ async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[Ed
                           f"implicit: answerable from memory ({clean_text(ans.get('answer', ''))[:200]})")
         else:
             open_edges.append((a, t, b, q))
-    checks = await ctx.llm_json(
-        [supported_request(state.block, E[a].text, t, E[b].text, q) for a, t, b, q in open_edges],
+    if not open_edges:
+        return state.edges
+    (checks,) = await ctx.llm_json(
+        [supported_request(state.block, [(E[a].text, t, E[b].text, q) for a, t, b, q in open_edges])],
         "relation_verify",
     )
-    for (a, t, b, q), chk in zip(open_edges, checks):
-        if chk["supported"]:
+    for (a, t, b, q), ok in zip(open_edges, checks):
+        if ok:
             state.edges.append(EdgeOut(a, t, b, q))
         else:
             state.discard(edge_text(state, a, t, b), "relation_verify", "not supported by the dialogue")

@@ -33,12 +33,18 @@ from ..kernels import cross_reference
 from ..prompts.common import premise_text
 from ..prompts.verify import adjudicate_request, decompose_request
 from ..schema import AtomicFact, NLIVerdict, Turn
+from . import screen
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
 ASSISTANT_REASON = "assistant statement, not a user fact"
+FILLER_REASON = "filler: nothing to recall later (pleasantry, praise, agreement or conversation meta)"
+OTHER_SPEAKER_REASON = "about the other speaker, not the user"
+UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
+QUOTED_REASON = "quoted text, not the user's own statement"
+WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
 # where an entry's main claim ends and its stated reason begins
@@ -184,16 +190,29 @@ async def _nli_check(
     recorded on the entry. Returns the verdicts per key, in hypothesis order."""
     p = ctx.config.pipeline
     sess, name = state.session, state.user_name
-    pairs = [(key, i, h) for key, i, text in items for h in _hypotheses(text, p.check_head_claim)]
+    pairs = []
+    for key, i, text in items:
+        # a near-copy of the user's turn (every content word there, outside quotes) needs
+        # no NLI call; its main clause is then covered too
+        if p.lexical_entailment and screen.lexical_entailment(text, name, premise_turn[i].content):
+            pairs.append((key, i, text))
+        else:
+            pairs.extend((key, i, h) for h in _hypotheses(text, p.check_head_claim))
     # a clause the turn plainly negates (or affirms) the other way needs no NLI call
     clash = [p.check_polarity and polarity_clash(h, premise_turn[i].content, name) for _, i, h in pairs]
-    asked = [(premise_text(premise_turn[i], sess, name), h) for (_, i, h), c in zip(pairs, clash) if not c]
+    lexical = [not c and p.lexical_entailment and screen.lexical_entailment(h, name, premise_turn[i].content)
+               for (_, i, h), c in zip(pairs, clash)]
+    asked = [(premise_text(premise_turn[i], sess, name), h)
+             for (_, i, h), c, lx in zip(pairs, clash, lexical) if not c and not lx]
     res = iter(await ctx.nli(asked, "verify") if asked else [])
     out: dict[Hashable, list[NLIVerdict]] = {key: [] for key, _, _ in items}
-    for (key, i, h), c in zip(pairs, clash):
+    for (key, i, h), c, lx in zip(pairs, clash, lexical):
         if c:
             v = NLIVerdict(premise_turn_id=premise_turn[i].turn_id, hypothesis=h, label="contradiction",
                            score=1.0, by="polarity")
+        elif lx:
+            v = NLIVerdict(premise_turn_id=premise_turn[i].turn_id, hypothesis=h, label="entailment",
+                           score=1.0, by="lexical")
         else:
             v = _verdict(premise_turn[i], h, next(res))
         state.entries[i].nli.append(v)
@@ -211,6 +230,49 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
         return live
     keep = set(only)
     return [i for i in live if i in keep]
+
+
+def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
+                  other_turns: list[str]) -> Optional[str]:
+    """Why ``text`` (an entry or atomic fact) is not a user fact stated by ``turn`` (a user
+    turn), or None when it may go on to NLI (:mod:`.screen`). ``others``: names of the other
+    speakers; ``other_turns``: their turn texts (for the support of assistant words)."""
+    name = state.user_name
+    if screen.is_filler(text, name) or screen.reaction_to_other(text, name, _previous_other(state, turn)):
+        return FILLER_REASON
+    if screen.about_other_speaker(text, others):
+        return OTHER_SPEAKER_REASON
+    if screen.support(text, name, turn.content) < screen.MIN_SUPPORT:
+        said_by_other = any(screen.support(text, name, t) >= screen.MIN_SUPPORT for t in other_turns)
+        return ASSISTANT_REASON if said_by_other else UNSTATED_REASON
+    if screen.quoted_only(text, name, turn.content):
+        return QUOTED_REASON
+    if screen.subject_clash(text, name, turn.content):
+        return WRONG_PERSON_REASON.format(tid=turn.turn_id)
+    return None
+
+
+def _previous_other(state: PipelineState, turn: Turn) -> str:
+    """Text of the non-user turn right before ``turn`` ("" when the turn before is the user's)."""
+    k = state.turn_pos.get(turn.turn_id, 0)
+    prev = state.session.turns[k - 1] if k > 0 else None
+    return prev.content if prev is not None and prev.role != "user" else ""
+
+
+def _other_speakers(state: PipelineState) -> tuple[list[str], list[str]]:
+    names = sorted({t.speaker for t in state.session.turns if t.role != "user" and t.speaker
+                    and t.speaker.casefold() != state.user_name.casefold()})
+    return names, [t.content for t in state.text_turns if t.role != "user"]
+
+
+def _restate_turn(state: PipelineState, i: int, premise: Turn, user_turns: dict[str, Turn]) -> Turn:
+    """The user turn among the entry's grounding turn and its user source turns that states
+    most of its content words (:func:`.screen.support`); the grounding turn on a tie."""
+    e = state.entries[i]
+    cand = [(premise.turn_id, premise.content)] + [
+        (t, user_turns[t].content) for t in e.source_turn_ids if t in user_turns and t != premise.turn_id]
+    best = screen.best_supporting_turn(e.text, state.user_name, cand)
+    return user_turns[best[0]] if best else premise
 
 
 async def verify_entries(ctx: SessionContext, state: PipelineState, only: Optional[list[int]] = None) -> None:
@@ -237,6 +299,21 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         if premise_turn[i] is None:
             state.entries[i].discarded = True
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
+    others, other_turns = _other_speakers(state)
+    if p.screen_entries:
+        user_turns = {t.turn_id: t for t in state.user_text_turns}
+        kept = []
+        for i in checkable:
+            e = state.entries[i]
+            premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
+            why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
+            if why:
+                e.discarded = True
+                e.ground_turn_id = premise_turn[i].turn_id
+                state.discard(e.text, "verify", why)
+            else:
+                kept.append(i)
+        checkable = kept
     verdicts = await _nli_check(ctx, state, premise_turn, [(i, i, state.entries[i].text) for i in checkable])
     failed = []
     for i in checkable:
@@ -267,14 +344,27 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
                 fs.append(f)
         facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
 
-    # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise
-    verdicts = await _nli_check(
-        ctx, state, premise_turn, [((i, k), i, f) for i in failed for k, f in enumerate(facts[i])]
-    )
+    # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise;
+    # an atomic fact the screen rejects is discarded without NLI or adjudication
     atoms: dict[int, list[AtomicFact]] = {i: [] for i in failed}
+    screened: dict[tuple[int, int], str] = {}
+    if p.screen_entries:
+        for i in failed:
+            for k, f in enumerate(facts[i]):
+                why = screen_reason(state, f, premise_turn[i], others, other_turns)
+                if why:
+                    screened[(i, k)] = why
+    verdicts = await _nli_check(
+        ctx, state, premise_turn,
+        [((i, k), i, f) for i in failed for k, f in enumerate(facts[i]) if (i, k) not in screened],
+    )
     to_judge: list[tuple[int, AtomicFact]] = []
     for i in failed:
         for k, f in enumerate(facts[i]):
+            if (i, k) in screened:
+                atoms[i].append(AtomicFact(text=f, action="discarded"))
+                state.discard(f, "verify", f"atomic fact: {screened[(i, k)]}")
+                continue
             vs = verdicts[(i, k)]
             bad = [v for v in vs if v.label != "entailment"]
             a = AtomicFact(text=f, verdict=bad[0] if bad else vs[0], action="kept")
@@ -288,7 +378,14 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     )
     for (i, a), ruling in zip(to_judge, rulings):
         revised = clean_text(ruling.get("revised_fact") or "", name)
-        if ruling["action"] == "REVISE" and has_text(revised):
+        # a revision must itself pass the screen against the premise (the adjudicator can
+        # write what the turn never said)
+        why = (screen_reason(state, revised, premise_turn[i], others, other_turns)
+               if p.screen_entries and has_text(revised) else None)
+        if why and ruling["action"] == "REVISE":
+            a.action = "discarded"
+            state.discard(revised, "verify", f"revision of {a.text!r}: {why}")
+        elif ruling["action"] == "REVISE" and has_text(revised):
             a.action, a.revised_text = "revised", revised
         else:
             a.action = "discarded"
@@ -309,3 +406,41 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         elif any(a.action != "kept" for a in atoms[i]):
             e.original_text, e.text, e.status = e.text, _join(survivors), "revised"
         # else: every atomic fact entailed -> the entry is supported as written
+
+
+async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
+    """Discard near-duplicate live entries (ProMem v1's dedup, inside promem).
+
+    Two live entries are one fact when their embedding cosine is >= ``pipeline.tau_dup``
+    (0.9) or every content word of one (the user's name aside) occurs in the other. Of
+    such a pair (both negated or neither) the entry with more content words stays (the
+    earlier one on a tie) and takes the other's source turns; the other is discarded with
+    the reason. Returns the discarded entry indices.
+    """
+    live = state.live_entries()
+    if len(live) < 2:
+        return []
+    name = state.user_name
+    vecs = await ctx.embed([state.entries[i].text for i in live])
+    sim = np.asarray(vecs, dtype=np.float32) @ np.asarray(vecs, dtype=np.float32).T
+    words = [screen.predicate_words(state.entries[i].text, name) for i in live]
+    # more content words first, then creation order: the fuller statement of a fact stays
+    order = sorted(range(len(live)), key=lambda r: (-len(set(words[r])), r))
+    kept: list[int] = []
+    dropped: list[int] = []
+    # "likes jazz" and "doesn't like jazz" share every word and most of their vector
+    neg = [_clause_words(state.entries[i].text, frozenset())[0] for i in live]
+    for r in order:
+        twin = next((k for k in kept if neg[k] == neg[r] and (
+            sim[r, k] >= ctx.config.pipeline.tau_dup
+            or (words[r] and all(screen.word_in(w, state.entries[live[k]].text.lower(),
+                                                pair_share=screen.PAIR_SHARE) for w in words[r])))), None)
+        if twin is None:
+            kept.append(r)
+            continue
+        e, keep = state.entries[live[r]], state.entries[live[twin]]
+        e.discarded = True
+        keep.source_turn_ids = list(dict.fromkeys(keep.source_turn_ids + e.source_turn_ids))
+        state.discard(e.text, "verify", f"near-duplicate of {keep.text[:120]!r} (cosine {float(sim[r, twin]):.3f})")
+        dropped.append(live[r])
+    return dropped

@@ -1,0 +1,274 @@
+"""Screen of memory entries before NLI (this engine's refinement of HV, ProMem §3.4).
+
+The paper's HV asks an NLI model whether the grounding turn entails an entry. A small LLM
+judge says "true" to much that a careful reader would not store: the assistant's words
+restated about the user, a fact about the user's brother pinned on the user, a line the user
+quotes, world knowledge the turn never states, and pleasantries. These rules decide those
+cases from the text itself, before any NLI call (so they also cut tokens), each with its
+reason in ``discarded``:
+
+* :func:`is_filler`: the entry carries nothing to recall later (thanks, praise, agreement,
+  conversation meta) once the user's name and such words are set aside;
+* :func:`about_other_speaker`: its subject is the other speaker (their facts are their memory);
+* :func:`support` below :data:`MIN_SUPPORT`: most of its content words are in no user turn it
+  is grounded on (world knowledge, invented content, or the other side's words);
+* :func:`quoted_only`: its words are in the turn only inside a quotation;
+* :func:`subject_clash`: the turn's clause that states it has another subject ("my brother
+  Tomas flies in on Sunday" -> "User flies in on Sunday").
+
+:func:`lexical_entailment` is the fast path: an entry whose every content word is in its
+user turn, outside quotes, with the same polarity and subject, is entailed without an NLI
+call (``NLIVerdict.by == "lexical"``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional, Sequence
+
+from .extract import content_words, word_in
+
+# Non-ASCII words (CJK runs have no spaces) count when half their character pairs occur.
+PAIR_SHARE = 0.5
+# An entry is stated by a turn when this share of its content words occurs there.
+MIN_SUPPORT = 0.5
+
+# Words that say something about the conversation, not about the person: dialogue acts,
+# pleasantries, evaluations and vague nouns (prefixes; matched at a word start).
+_META = tuple("""
+conversation convers chat talk discuss discussion share shared sharing mention tell told say said
+ask asked answer reply respond question topic assistant advice suggest suggestion recommend
+thank thanks grateful gratitude appreciat glad happy pleas welcome forward look looking hope hoping
+wish great good nice awesome amazing wonderful cool fun lovely beautiful fantastic perfect
+agree agreement true right indeed important interest interesting excit feel feeling thing something
+anything everything lot really very much idea point sure definitely especially particular
+impress admir compliment prais commend proud support encourag inspir motivat dedicat commit
+journey experience moment time day today tonight glad wow cheer
+preferen information detail opinion thought view background
+""".split())
+_META_SET = frozenset(_META)
+# A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
+# unless it names something specific (a name, a number, a non-ASCII word).
+_REACTION_START = re.compile(
+    r"^(?:agrees?|agreed|appreciates?|appreciated|thanks?|thanked|looks? forward|is looking forward|"
+    r"is glad|was glad|is happy to|enjoy(?:s|ed)? (?:the|our|this|talking|chatting)|compliment(?:s|ed)?|"
+    r"prais(?:es|ed)|admires?|admired|finds? (?:it|that|this)|thinks? (?:it|that)|hopes? (?:to )?(?:chat|talk)|"
+    r"is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
+# A dialogue act ("User shared her reading preference"): filler when at most one content
+# word is left beside the act.
+_ACT_START = re.compile(
+    r"^(?:shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
+    r"described|describes|explained|explains|expressed|expresses)\b", re.I)
+_SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
+
+
+_QUOTE_SPANS = [
+    re.compile(r"(?m)^\s*>.*$"),                    # markdown / e-mail quote lines
+    re.compile(r"\"[^\"\n]{3,}\""),                  # "..."
+    re.compile(r"[\u201c\u201e][^\u201c\u201d\u201e\n]{3,}[\u201d\u201c]"),  # “...” „...“
+    re.compile(r"\u00ab[^\u00bb\n]{3,}\u00bb"),      # «...»
+    re.compile(r"[\u300c\u300e][^\u300d\u300f\n]{2,}[\u300d\u300f]"),  # 「...」 『...』
+]
+
+_FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
+_OTHER_SUBJECT = frozenset("he she they he's she's they're you you're your yours his her their".split())
+_POSSESSIVE = frozenset("my our his her their your".split())
+_TOKEN = re.compile(r"[\w'’]+", re.U)
+_CLAUSE_CUT = re.compile(r"[.!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
+
+
+_MONTHS = ("january february march april may june july august september october november december "
+           "januar februar märz mai juni juli oktober dezember jan feb mar apr jun jul aug sep sept oct nov dec")
+_WEEKDAYS = ("monday tuesday wednesday thursday friday saturday sunday montag dienstag mittwoch donnerstag "
+             "freitag samstag sonntag")
+# Absolute dates the extractor wrote in place of "yesterday" / "下个月" are checked by date
+# resolution, not by the turn's words.
+_DATE_EXPR = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|\d{4}/\d{1,2}/\d{1,2}|"
+    r"\d{4}年(?:\d{1,2}月)?(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|"
+    r"\b(?:on |in |am |im )?(?:\d{1,2}(?:st|nd|rd|th|\.)? )?(?:" + "|".join(_MONTHS.split()) + r")\b\.?(?: \d{1,2}(?:st|nd|rd|th)?)?,?(?: \d{4})?|"
+    r"\b(?:on )?(?:" + "|".join(_WEEKDAYS.split()) + r")\b|\b(?:in )?(?:19|20)\d{2}\b",
+    re.I)
+
+
+def _name_words(user_name: str) -> set[str]:
+    return set(content_words(user_name)) | {"user"}
+
+
+def predicate_words(text: str, user_name: str) -> list[str]:
+    """Content words of ``text`` (:func:`~.extract.content_words`) other than the user's name
+    (also where a script without spaces runs it into the next word) and date expressions
+    ("2023-05-07", "May 7, 2023", "Monday", "2023年5月"); one-character non-ASCII words (CJK
+    particles) do not count."""
+    names = _name_words(user_name)
+    for n in {user_name, (user_name.split() or [""])[0]}:
+        if n and not n.isascii():
+            text = text.replace(n, " ")
+    text = _DATE_EXPR.sub(" ", text)
+    return [w for w in content_words(text) if w not in names and (w.isascii() or len(w) > 1)]
+
+
+def support(text: str, user_name: str, turn_text: str) -> float:
+    """Share of the content words of ``text`` (the user's name set aside) that occur in
+    ``turn_text`` (word starts, 4-letter stems; half the character pairs of a non-ASCII
+    word). 1.0 for a text with no content word."""
+    words = predicate_words(text, user_name)
+    if not words:
+        return 1.0
+    low = turn_text.lower()
+    return sum(word_in(w, low, pair_share=PAIR_SHARE) for w in words) / len(words)
+
+
+def unquoted(turn_text: str) -> str:
+    """``turn_text`` without what it quotes (quote lines, "...", “...”, «...», 「...」)."""
+    for pat in _QUOTE_SPANS:
+        turn_text = pat.sub(" ", turn_text)
+    return turn_text
+
+
+def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
+    with its quoted spans: the user quoted someone else's line."""
+    bare = unquoted(turn_text)
+    if bare == turn_text:
+        return False
+    return (support(text, user_name, turn_text) >= MIN_SUPPORT
+            and support(text, user_name, bare) < MIN_SUPPORT)
+
+
+def _substantive(words: Iterable[str]) -> list[str]:
+    return [w for w in words if not w.isascii() or not any(w.startswith(m) for m in _META_SET)]
+
+
+def is_filler(text: str, user_name: str) -> bool:
+    """True when ``text`` carries nothing worth recalling: no content word beyond the user's
+    name and words about the conversation itself (thanks, praise, agreement, "shared",
+    "conversation", "great", ...); or it opens with a reaction ("agrees", "appreciates",
+    "looks forward", "finds it ...") and names nothing specific (no capitalised name, number
+    or non-ASCII word); or it opens with a dialogue act ("shared", "mentioned", "told") and
+    has at most one other content word. Numbers and non-ASCII words always count as content."""
+    body = _strip_subject(text, user_name)
+    words = _substantive(predicate_words(body, user_name))
+    if not words:
+        return True
+    if _REACTION_START.match(body):
+        names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper()]
+        return not names and not _SPECIFIC.search(body)
+    return bool(_ACT_START.match(body)) and len(words) <= 1
+
+
+_LIKES_THE = re.compile(r"^(?:likes|loves|enjoys|admires|liked|loved|enjoyed|admired) "
+                        r"(?:the|that|this|those|these|your|their|his|her)\b", re.I)
+
+
+def reaction_to_other(text: str, user_name: str, previous_other_turn: str) -> bool:
+    """True when ``text`` is the user's reaction to what the other side just showed or said:
+    "likes / loves the X" (or "that X", "your X") with at most 2 content words, all of them
+    in the other speaker's turn right before ("The colors blend so nicely!" after a photo of
+    their painting -> "Caroline likes the blend nicely")."""
+    body = _strip_subject(text, user_name)
+    if body == text.strip() or not _LIKES_THE.match(body) or not previous_other_turn:
+        return False
+    words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
+    low = previous_other_turn.lower()
+    return 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words)
+
+
+def _strip_subject(text: str, user_name: str) -> str:
+    """``text`` without a leading user name / "User" (the predicate)."""
+    t = text.strip()
+    for n in sorted({user_name, (user_name.split() or [""])[0], "User", "The user"}, key=len, reverse=True):
+        if n and t[: len(n)].casefold() == n.casefold() and not t[len(n): len(n) + 1].isalnum():
+            return t[len(n):].lstrip(" ,")
+    return t
+
+
+def subject_is_user(text: str, user_name: str) -> bool:
+    """The entry opens with the user's name (or its first word, or "User") not followed by a
+    possessive: the user is its subject."""
+    body = _strip_subject(text, user_name)
+    if body == text.strip():
+        return False
+    return not re.match(r"^['’]s?\b", body)
+
+
+def about_other_speaker(text: str, others: Sequence[str]) -> bool:
+    """True when ``text`` opens with the name of the other speaker (or "The assistant") as
+    its subject (a possessive "X's ..." is about X too)."""
+    t = text.strip()
+    for n in list(others) + ["The assistant", "Assistant"]:
+        first = (n.split() or [""])[0]
+        for cand in {n, first}:
+            if len(cand) >= 2 and t[: len(cand)].casefold() == cand.casefold() and not t[len(cand): len(cand) + 1].isalnum():
+                return True
+    return False
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in _CLAUSE_CUT.split(text) if c and c.strip()]
+
+
+def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry says the user did what the turn says someone else did.
+
+    Only for entries whose subject is the user (:func:`subject_is_user`) and ASCII turns.
+    The turn clause sharing most of the content words of the entry's main clause (at least 2,
+    or its only one)
+    is found; the words before the first shared one are its subject part. A clash is a
+    subject part with no first-person "I" / "we" but another person in it: "he", "she",
+    "they", "you", a possessive with its noun ("my brother", "her coach"), or a capitalised
+    name after the clause's first word that is not the user's ("my brother Tomas flies in on
+    Sunday" -> "User flies in on Sunday"). A clause with no subject part ("Flew in on
+    Sunday") is the user's.
+    """
+    if not subject_is_user(text, user_name) or not turn_text.isascii():
+        return False
+    # the entry's main clause: its reason clause ("..., because they ...") has other subjects
+    words = predicate_words(_clauses(text)[0], user_name)
+    if not words:
+        return False
+    names = {w.casefold() for w in _TOKEN.findall(user_name)}
+    best, best_n = None, 0
+    for clause in _clauses(turn_text.replace("\u2019", "'")):
+        low = clause.lower()
+        n = sum(word_in(w, low) for w in words)
+        if n > best_n:
+            best, best_n = clause, n
+    if best is None or best_n < min(2, len(words)):
+        return False
+    toks = _TOKEN.findall(best)
+    prefix: list[str] = []
+    for tok in toks:
+        if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
+            break
+        prefix.append(tok)
+    low = [t.lower().replace("\u2019", "'") for t in prefix]
+    if any(t in _FIRST_SINGULAR for t in low):
+        return False
+    if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low):
+        return True
+    if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
+        return True
+    # a capitalised name that is not the clause's first word (which is capitalised anyway)
+    first = next((k for k, t in enumerate(toks) if t.strip()), 0)
+    return any(k > first and tok[:1].isupper() and tok.casefold() not in names
+               for k, tok in enumerate(prefix))
+
+
+def lexical_entailment(text: str, user_name: str, turn_text: str) -> bool:
+    """Every content word of ``text`` occurs in ``turn_text`` outside quotes, and the
+    entry has at least 2 (a near-copy of the turn: the NLI call would only confirm it).
+    Polarity and subject are checked by the caller."""
+    words = predicate_words(text, user_name)
+    return len(words) >= 2 and support(text, user_name, unquoted(turn_text)) == 1.0
+
+
+def best_supporting_turn(text: str, user_name: str, turns: Sequence[tuple[str, str]]) -> Optional[tuple[str, float]]:
+    """(turn id, :func:`support`) of the turn among ``turns`` ((id, text) pairs, preferred
+    first) that states most of ``text``; None for no turns. Ties keep the earlier pair."""
+    best: Optional[tuple[str, float]] = None
+    for tid, t in turns:
+        s = support(text, user_name, t)
+        if best is None or s > best[1]:
+            best = (tid, s)
+    return best

@@ -1,0 +1,227 @@
+"""The screen of HV (stages/screen.py): one test per failure class of stored memories, with
+a judge as lenient as the 1.5B model (every NLI pair "entailment"), so only the rules decide."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from promem_fast import Extractor
+from promem_fast.schema import Session, Turn
+from promem_fast.stages import screen
+from promem_fast.stages.state import Entry, PipelineState
+from promem_fast.stages.verify import (
+    ASSISTANT_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    verify_entries)
+from promem_fast.prompts.common import dialogue_block
+
+from conftest import FakeNLI, KeywordEmbedder, const, make_config, make_ctx, make_services
+
+DAY = datetime(2024, 3, 4, 9, 0)
+
+
+def session(rows, user="Nora", sid="x"):
+    return Session(session_id=sid, user_name=user, start_time=DAY,
+                   turns=[Turn(turn_id=i, role=r, content=c, timestamp=DAY,
+                               speaker=(user if r == "user" else "Kai")) for i, r, c in rows])
+
+
+async def screened(rows, entries, user="Nora", **pipeline):
+    """Run HV on ``entries`` [(text, [turn ids])] with a lenient judge; return
+    (kept texts, {discarded text: reason})."""
+    s = session(rows, user)
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=FakeNLI(default="entailment")), **pipeline)
+    state = PipelineState.create(s, user, dialogue_block(s, user))
+    state.entries = [Entry(t, "draft", "kept", ids) for t, ids in entries]
+    await verify_entries(ctx, state)
+    kept = [state.entries[i].text for i in state.live_entries()]
+    return kept, {d.text: d.reason for d in state.discarded}, state
+
+
+# --- filler --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, filler", [
+    ("Nora appreciates the conversation.", True),
+    ("Nora is looking forward to the next chat.", True),
+    ("Nora thanks the assistant for the great tips.", True),
+    ("Nora agrees that rest matters.", True),
+    ("Nora shared her travel preference with the assistant.", True),
+    ("Nora finds it wonderful.", True),
+    ("Nora agrees to meet Kai in Lisbon on Friday.", False),   # a plan with a place and a person
+    ("Nora mentioned she adopted a greyhound.", False),          # a fact wrapped in a dialogue act
+    ("Nora appreciates the Tate Modern.", False),
+    ("Nora adopted a greyhound called Pip.", False),
+    ("Nora's rent is 900 euros.", False),
+    ("诺拉很感谢这次聊天。", False),                             # non-ASCII words always count
+])
+def test_filler_rule(text, filler):
+    assert screen.is_filler(text, "Nora") is filler
+
+
+@pytest.mark.parametrize("entry, before, reaction", [
+    ("Nora likes the blend nicely.", "Here is my new painting, the colors blend nicely.", True),
+    ("Nora loves that photo.", "Look at this photo from my trip!", True),
+    ("Nora likes the beach.", "How was your weekend?", False),          # not what the other side showed
+    ("Nora loves the park near her old house.", "I went to the park.", False),  # more than a reaction
+])
+def test_reaction_to_what_the_other_side_showed(entry, before, reaction):
+    assert screen.reaction_to_other(entry, "Nora", before) is reaction
+
+
+async def test_filler_entries_are_discarded_before_nli():
+    rows = [("u1", "user", "Thanks so much, this chat was lovely! I start my pottery class on Monday."),
+            ("a2", "assistant", "Enjoy the pottery class!")]
+    kept, why, _ = await screened(rows, [("Nora enjoyed the chat.", ["u1"]),
+                                         ("Nora starts a pottery class on Monday.", ["u1"])])
+    assert kept == ["Nora starts a pottery class on Monday."]
+    assert why == {"Nora enjoyed the chat.": FILLER_REASON}
+
+
+# --- assistant text as a user fact -----------------------------------------------------------
+
+async def test_assistant_praise_and_advice_are_not_user_facts():
+    rows = [("u1", "user", "I ran 5 km before work again today."),
+            ("a2", "assistant", "Your discipline is admirable! You could try interval sprints on hills next week."),
+            ("u3", "user", "Maybe, we will see.")]
+    kept, why, _ = await screened(rows, [
+        ("Nora's discipline is admirable.", ["a2"]),
+        ("Nora will try interval sprints on hills next week.", ["u3"]),
+        ("Nora ran 5 km before work today.", ["u1"])])
+    assert kept == ["Nora ran 5 km before work today."]
+    assert why["Nora will try interval sprints on hills next week."] == ASSISTANT_REASON
+    assert why["Nora's discipline is admirable."] in (ASSISTANT_REASON, FILLER_REASON)
+
+
+async def test_facts_about_the_other_speaker_are_not_the_users():
+    rows = [("u1", "user", "Wow, you painted that lake at dawn? It looks great."),
+            ("a2", "assistant", "Yes, I painted it last summer at Lake Bled.")]
+    kept, why, _ = await screened(rows, [("Kai painted the lake at dawn.", ["u1"])])
+    assert kept == [] and why == {"Kai painted the lake at dawn.": OTHER_SPEAKER_REASON}
+
+
+# --- wrong person ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, clash", [
+    ("Nora flies in on Sunday.", "My sister Ines flies in on Sunday, so I'm cleaning the spare room.", True),
+    ("Nora is cleaning the spare room.", "My sister Ines flies in on Sunday, so I'm cleaning the spare room.", False),
+    ("Nora leads the sales team in Porto.", "My boss leads the sales team in Porto.", True),
+    ("Nora signed up for the marathon.", "Her trainer signed her up for the marathon.", True),
+    ("Nora signed up for the marathon.", "I signed up for the marathon with my cousin.", False),
+    ("Nora went climbing with her cousin.", "My cousin and I went climbing.", False),
+    ("Nora got promoted.", "He got promoted last week and I'm proud of him.", True),
+    ("Nora's sister flies in on Sunday.", "My sister flies in on Sunday.", False),  # the right person
+    ("Nora went to Rome.", "Then I went to Rome.", False),
+])
+def test_subject_clash(entry, turn, clash):
+    assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
+    rows = [("u1", "user", "My brother Teo moves to Oslo in June. I will help him pack.")]
+    kept, why, _ = await screened(rows, [("Nora moves to Oslo in June.", ["u1"]),
+                                         ("Nora will help her brother pack.", ["u1"]),
+                                         ("Nora's brother Teo moves to Oslo in June.", ["u1"])])
+    assert kept == ["Nora will help her brother pack.", "Nora's brother Teo moves to Oslo in June."]
+    assert why == {"Nora moves to Oslo in June.": "about another person in turn u1, not the user"}
+
+
+# --- world knowledge -------------------------------------------------------------------------
+
+async def test_world_knowledge_the_turn_never_states_is_discarded():
+    rows = [("u1", "user", "I finally got a Siberian husky puppy!")]
+    kept, why, _ = await screened(rows, [("Siberian huskies need a lot of daily exercise.", ["u1"]),
+                                         ("Nora got a Siberian husky puppy.", ["u1"])])
+    assert kept == ["Nora got a Siberian husky puppy."]
+    assert why == {"Siberian huskies need a lot of daily exercise.": UNSTATED_REASON}
+
+
+# --- quoted text -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("turn", [
+    '> You must be worn out after the long flight!\nHaha, my aunt always says that.',
+    'My aunt texted me "you must be worn out after the long flight" again.',
+    'My aunt texted me \u201cyou must be worn out after the long flight\u201d again.',
+])
+async def test_a_quoted_line_is_not_the_users_statement(turn):
+    kept, why, _ = await screened([("u1", "user", turn)], [("Nora is worn out after the long flight.", ["u1"])])
+    assert kept == [] and why == {"Nora is worn out after the long flight.": QUOTED_REASON}
+
+
+# --- the lexical fast path -------------------------------------------------------------------
+
+async def test_near_copies_are_entailed_without_an_nli_call():
+    rows = [("u1", "user", "I moved to Valencia in 2021 and I teach chemistry at a high school.")]
+    s = session(rows)
+    nli = FakeNLI()  # any NLI call raises
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=nli))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry("Nora teaches chemistry at a high school.", "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert nli.pairs == [] and [(v.label, v.by) for v in state.entries[0].nli] == [("entailment", "lexical")]
+    # switched off: the NLI service is asked
+    nli2 = FakeNLI(default="entailment")
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=nli2), lexical_entailment=False)
+    state.entries = [Entry("Nora teaches chemistry at a high school.", "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert len(nli2.pairs) == 1 and state.entries[0].nli[0].by == "nli"
+
+
+async def test_screen_off_keeps_what_the_lenient_judge_accepts():
+    rows = [("u1", "user", "I finally got a Siberian husky puppy!")]
+    kept, why, _ = await screened(rows, [("Siberian huskies need a lot of daily exercise.", ["u1"])],
+                                  screen_entries=False)
+    assert kept == ["Siberian huskies need a lot of daily exercise."] and why == {}
+
+
+# --- duplicates ------------------------------------------------------------------------------
+
+async def test_dedup_keeps_the_fuller_statement_and_never_merges_opposites():
+    rows = [("u1", "user", "I love jazz, but I don't like slow jazz. I play the bike to work.")]
+    s = session(rows)
+    emb = KeywordEmbedder(["jazz", "slow", "bike"])
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=emb))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in (
+        "Nora loves jazz.", "Nora doesn't like slow jazz.", "Nora loves jazz music.", "Nora bikes.",
+        "Nora bikes to work.")]
+    dropped = await dedup_entries(ctx, state)
+    assert [state.entries[i].text for i in dropped] == ["Nora loves jazz.", "Nora bikes."]
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora doesn't like slow jazz.", "Nora loves jazz music.", "Nora bikes to work."]
+    assert [d.reason.split(" (")[0] for d in state.discarded] == [
+        "near-duplicate of 'Nora loves jazz music.'", "near-duplicate of 'Nora bikes to work.'"]
+
+
+def test_dedup_runs_in_the_pipeline_and_can_be_switched_off():
+    from conftest import promem_rules
+
+    s = session([("u1", "user", "I adopted a puppy named Max yesterday."),
+                 ("u2", "user", "Max is a puppy.")], user="Alice")
+    rules = promem_rules()
+    rules.update(details=const({"u1": [], "u2": []}), events=const([]), relations=const([]),
+                 draft=const([{"fact": "Alice adopted a puppy named Max yesterday.", "turns": ["u1"]},
+                              {"fact": "Alice adopted a puppy named Max.", "turns": ["u2"]}]))
+    g = Extractor(make_config(), make_services(rules=rules, nli=FakeNLI(default="entailment"))).extract(s)
+    assert [e.text for e in g.events] == ["Alice adopted a puppy named Max yesterday."]
+    assert [d.reason.split(" (")[0] for d in g.discarded] == [
+        "near-duplicate of 'Alice adopted a puppy named Max yesterday.'"]
+    g2 = Extractor(make_config(dedup=False), make_services(rules=rules, nli=FakeNLI(default="entailment"))).extract(s)
+    assert len(g2.events) == 2 and "no-dedup" in g2.ablations
+
+
+# --- non-English -----------------------------------------------------------------------------
+
+def test_support_ignores_resolved_dates_and_the_users_name_in_scripts_without_spaces():
+    turn = "我昨天在杭州买了一辆自行车。"
+    assert screen.support("李雷于2023-05-07在杭州买了一辆自行车。", "李雷", turn) == 1.0
+    assert screen.support("李雷在北京卖了一台电脑。", "李雷", turn) < screen.MIN_SUPPORT
+    # "fährt" / "fahre" share too few character pairs; "nach" and "Köln" count, the date does not
+    assert screen.support("Nora fährt am 2024-03-11 nach Köln.", "Nora", "Ich fahre nächsten Montag nach Köln.") == 2 / 3
+
+
+async def test_non_english_facts_keep_their_language_and_names():
+    rows = [("u1", "user", "Ich fahre nächsten Montag mit Jürgen nach Köln."),
+            ("a2", "assistant", "Gute Reise!")]
+    kept, why, _ = await screened(rows, [("Nora fährt am 2024-03-11 mit Jürgen nach Köln.", ["u1"])])
+    assert kept == ["Nora fährt am 2024-03-11 mit Jürgen nach Köln."] and why == {}
