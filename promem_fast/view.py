@@ -13,6 +13,7 @@ reasons, and the per-stage LLM calls / tokens / seconds.
 from __future__ import annotations
 
 import html
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -281,7 +282,9 @@ def render_html(graphs: Sequence[MemoryGraph], title: str = "promem-fast memory 
         raise ValueError("no memory graph to show")
     nav = ""
     if len(graphs) > 1:
-        nav = "<nav>" + "".join(f'<button type="button">{_e(g.session_id)}</button>' for g in graphs) + "</nav>"
+        ids = [g.session_id for g in graphs]
+        cut = os.path.commonprefix(ids).rfind("/") + 1  # tabs drop a shared "user/" prefix
+        nav = "<nav>" + "".join(f'<button type="button" title="{_e(i)}">{_e(i[cut:] or i)}</button>' for i in ids) + "</nav>"
     body = "".join(_section(g, k) for k, g in enumerate(graphs))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
