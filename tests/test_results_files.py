@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-RUN_FILES = ["eval_halumem.jsonl", "eval_locomo.jsonl", "recall_cosine.jsonl", "judge_halumem.jsonl"]
+RUN_FILES = ["eval_halumem.jsonl", "eval_locomo.jsonl", "recall_cosine.jsonl", "judge_halumem.jsonl", "main_job.jsonl"]
 
 
 def _lines(name):
@@ -47,6 +47,10 @@ def test_current_headline_figures_are_where_the_docs_say():
     loc = _lines("eval_locomo.jsonl")[2]  # line 3
     assert loc["commit"] == "2f0b914"
     assert round(loc["variants"]["promem"]["f1"] * 100, 1) == 29.0 and round(loc["variants"]["one-off"]["f1"] * 100, 1) == 39.5
+    main = _lines("main_job.jsonl")[3]  # line 4
+    assert (main["commit"], main["extract_s"], main["llm_calls"], main["prompt_tokens"] + main["completion_tokens"]) == (
+        "2f0b914", 102, 37, 12028)
+    assert sum(st["llm_calls"] for st in main["stages"].values()) == 37
     ratio = _lines("bench_embedded.jsonl")[12]  # line 13
     assert (ratio["metric"], ratio["commit"]) == ("ratio_batched_over_sequential", "ffe376a")
     shared = [x for x in _lines("bench_scripted.jsonl") if x.get("machine_shared")]
