@@ -300,7 +300,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     budget = 0.3 if args.quick else 1.0
     rng = np.random.default_rng(0)
-    lines = [machine_info()]
+    from promem_fast.results_log import git_commit
+
+    lines = [{**machine_info(), "commit": git_commit()}]
     print(json.dumps(lines[0]), flush=True)
     for n in NS:
         for d in DS:
@@ -314,7 +316,8 @@ def main(argv=None) -> int:
         lines.append(rec)
     if not args.no_write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "xref_cpu.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        with open(RESULTS / "xref_cpu.jsonl", "a") as f:  # a run appends its lines after the earlier runs
+            f.write("".join(json.dumps(x) + "\n" for x in lines))
     try:
         import torch
 
@@ -323,8 +326,8 @@ def main(argv=None) -> int:
         if torch.cuda.is_available() and xref_triton.available():
             gpu = gpu_runs(rng, budget, args.peak_bw_gbs)
             if not args.no_write:
-                (RESULTS / "xref_gpu.jsonl").write_text(
-                    "".join(json.dumps(x) + "\n" for x in [lines[0], *gpu]))
+                with open(RESULTS / "xref_gpu.jsonl", "a") as f:
+                    f.write("".join(json.dumps(x) + "\n" for x in [lines[0], *gpu]))
     except ImportError:
         pass
     return 0

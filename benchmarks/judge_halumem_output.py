@@ -151,6 +151,11 @@ async def amain(args) -> None:
         rec.update(judge=f"llm ({getattr(svc.llm, 'model_name', args.llm)})", top_k=args.top_k,
                    judge_stats=judge.stats.as_dict(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         print(json.dumps(rec), flush=True)
+        if args.append_results:
+            from promem_fast.results_log import append_line, run_fields
+
+            append_line(args.append_results, {"benchmark": "judge_halumem", "run": args.run, **run_fields(),
+                                              "artifacts": {"verdicts": args.verdicts} if args.verdicts else {}, **rec})
     if vout is not None:
         vout.close()
     close = getattr(svc.llm, "close", None)
@@ -164,6 +169,10 @@ def main() -> None:
     ap.add_argument("--verdicts", help="append each session's judge verdicts (JSON lines) to this file")
     ap.add_argument("--rescore", metavar="VERDICTS",
                     help="no LLM: re-apply the current quote check to a --verdicts file and print the scores")
+    ap.add_argument("--append-results", metavar="FILE",
+                    help="also append each file's line (with commit, date, machine) to FILE, "
+                         "e.g. benchmarks/results/judge_halumem.jsonl")
+    ap.add_argument("--run", help="run name for those lines")
     ap.add_argument("--min-overlap", type=float, default=0.8, help="quote check threshold (judges.grounded)")
     ap.add_argument("--llm", default="llamacpp")
     ap.add_argument("--llm-url")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 _DATE = re.compile(r"^\[[^\]]*\]\s*")
@@ -65,13 +66,24 @@ def main() -> None:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--tau", type=float, default=0.6)
     ap.add_argument("--plain", action="store_true", help="compare only the event sentence")
+    ap.add_argument("--append-results", type=Path, metavar="FILE",
+                    help="also append one line for this run (commit, date, machine, rows) to FILE, "
+                         "e.g. benchmarks/results/recall_cosine.jsonl")
+    ap.add_argument("--run", help="run name for that line (e.g. halumem_user3_s1-3_promem_<commit>)")
     args = ap.parse_args()
     from promem_fast.backends.embed.onnx import OnnxEmbedder
     from promem_fast.config import EmbedConfig
 
     embed = OnnxEmbedder(EmbedConfig(), threads=1)
+    rows = []
     for f in args.files:
-        print(json.dumps(recall(f, embed, args.tau, args.plain)), flush=True)
+        rows.append(recall(f, embed, args.tau, args.plain))
+        print(json.dumps(rows[-1]), flush=True)
+    if args.append_results:
+        from promem_fast.results_log import append_line, run_fields
+
+        append_line(args.append_results, {"benchmark": "recall_cosine", "run": args.run, **run_fields(),
+                                          "command": " ".join(sys.argv), "rows": rows})
 
 
 if __name__ == "__main__":

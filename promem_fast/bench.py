@@ -261,6 +261,9 @@ async def amain(args: argparse.Namespace, prepared: Optional[tuple[Any, list[Any
         "machine": machine_info(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    from .results_log import git_commit
+
+    common["commit"] = git_commit()
     if args.llm == "llamacpp":  # which kernels ran: the portable AVX2 build or a native one
         import llama_cpp
 

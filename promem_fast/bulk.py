@@ -351,7 +351,9 @@ async def arun_bulk(
             ordinals = [i for i, _ in todo]
             committer = _Committer(conn, key)
             t0 = time.perf_counter()
-            bar = tqdm(total=len(todo), unit="session", disable=not progress, dynamic_ncols=True)
+            # a bar on a terminal; one line per session where stderr is a log (CI, nohup)
+            lines = progress and not _isatty(sys.stderr)
+            bar = tqdm(total=len(todo), unit="session", disable=not progress or lines, dynamic_ncols=True)
             try:
                 by_pos = [s for _, s in todo]
                 async for res in run_sessions(by_pos, extractor, concurrency):
@@ -362,6 +364,11 @@ async def arun_bulk(
                         report.failed += 1
                     dt = max(time.perf_counter() - t0, 1e-9)
                     bar.update(1)
+                    if lines:
+                        print(f"bulk: {res.session_id} {'ok' if res.ok else 'FAILED'} in {res.seconds:.1f} s "
+                              f"({report.ok + report.failed}/{len(todo)}; {(report.ok + report.failed) / dt:.2f} "
+                              f"sessions/s, {report.tokens / dt:.0f} tokens/s, {report.failed} failed)",
+                              file=sys.stderr, flush=True)
                     bar.set_postfix(
                         {"sessions/s": f"{(report.ok + report.failed) / dt:.2f}", "tokens/s": f"{report.tokens / dt:.0f}",
                          "failed": report.failed},
@@ -378,6 +385,13 @@ async def arun_bulk(
     if export:
         export_jsonl(out)
     return report
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def run_bulk(

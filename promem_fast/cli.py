@@ -1,4 +1,4 @@
-"""Command line: ``promem-fast extract | qa | bulk | eval | serve | schema``."""
+"""Command line: ``promem-fast extract | qa | view | bulk | eval | serve | schema`` and ``--version``."""
 
 from __future__ import annotations
 
@@ -83,27 +83,65 @@ def build_config(args: argparse.Namespace) -> Config:
 
 
 class StageBars:
-    """One tqdm bar per pipeline stage, counting sessions through it."""
+    """Progress per pipeline stage: on a terminal one tqdm bar per stage, counting sessions
+    through it; otherwise (CI, logs, ``nohup``) one line per stage and session on ``stream``,
+    e.g. ``conv-26/session_1: details done in 51.2 s (1/1 sessions)``."""
 
-    def __init__(self, total: int):
-        from tqdm import tqdm
-
-        self._tqdm = tqdm
+    def __init__(self, total: int, stream=None, tty: Optional[bool] = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = _isatty(self.stream) if tty is None else tty
         self.total = total
         self.bars: dict[str, object] = {}
+        self._started: dict[tuple[str, str], float] = {}
+        self._done: dict[str, int] = {}
 
     def __call__(self, session_id: str, stage: str, phase: str) -> None:
+        if not self.tty:
+            self._line(session_id, stage, phase)
+            return
         bar = self.bars.get(stage)
         if bar is None:
-            bar = self.bars[stage] = self._tqdm(
-                total=self.total, desc=f"{stage:>16}", position=len(self.bars), unit="session", leave=True
+            from tqdm import tqdm
+
+            bar = self.bars[stage] = tqdm(
+                total=self.total, desc=f"{stage:>16}", position=len(self.bars), unit="session", leave=True,
+                file=self.stream,
             )
         if phase == "end":
             bar.update(1)
 
+    def _line(self, session_id: str, stage: str, phase: str) -> None:
+        import time
+
+        if phase == "start":
+            self._started[(session_id, stage)] = time.perf_counter()
+            return
+        t0 = self._started.pop((session_id, stage), None)
+        took = f" in {time.perf_counter() - t0:.1f} s" if t0 is not None else ""
+        n = self._done[stage] = self._done.get(stage, 0) + 1
+        print(f"{session_id}: {stage} done{took} ({n}/{self.total} sessions)", file=self.stream, flush=True)
+
     def close(self) -> None:
         for b in self.bars.values():
             b.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or not a real file
+        return False
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("promem-fast")
+    except PackageNotFoundError:  # run from a source tree without installing
+        from . import __version__
+
+        return __version__
 
 
 def _load(args: argparse.Namespace):
@@ -244,6 +282,17 @@ def cmd_qa(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    from .view import write_html
+
+    graphs = _read_graphs(args.graph)
+    out: Path = args.out or args.graph.with_suffix(".html")
+    _check_writable(out, "--out")
+    write_html(graphs, out, title=args.title or f"promem-fast memory graph: {args.graph.name}")
+    print(f"wrote {out} ({len(graphs)} session{'s' if len(graphs) != 1 else ''})", file=sys.stderr)
+    return 0
+
+
 def cmd_bulk(args: argparse.Namespace) -> int:
     from .bulk import bulk_command
 
@@ -279,6 +328,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="promem-fast", description="Proactive, verified memory extraction (ProMem).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("extract", help="extract a verified memory graph per session")
@@ -296,6 +346,12 @@ def make_parser() -> argparse.ArgumentParser:
     q.add_argument("--show-context", action="store_true", help="print retrieved entries to stderr")
     _add_model_args(q)
     q.set_defaults(func=cmd_qa)
+
+    w = sub.add_parser("view", help="draw memory graphs as one self-contained HTML page")
+    w.add_argument("graph", type=Path, help="graph JSON written by extract (one or a list), or bulk's graphs.jsonl")
+    w.add_argument("--out", type=Path, help="HTML file to write (default: GRAPH with .html)")
+    w.add_argument("--title", help="page title (default names GRAPH)")
+    w.set_defaults(func=cmd_view)
 
     b = sub.add_parser("bulk", help="resumable extraction over many sessions")
     b.add_argument("inputs", type=Path, nargs="+")
@@ -332,6 +388,9 @@ def make_parser() -> argparse.ArgumentParser:
                          "adds reviewed precision per variant")
     ev.add_argument("--update-top-k", type=_positive, default=None,
                     help="HaluMem: memories retrieved per update memory point (default 10)")
+    ev.add_argument("--append-results", type=Path, metavar="FILE",
+                    help="also append one summary line (commit, date, machine, figures) to FILE, "
+                         "e.g. benchmarks/results/eval_halumem.jsonl")
     _add_input_args(ev)
     _add_pipeline_args(ev)
     _add_model_args(ev)

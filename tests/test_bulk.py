@@ -235,3 +235,22 @@ def test_export_is_idempotent_and_atomic(tmp_path):
     assert (out / GRAPHS_NAME).read_bytes() == first
     assert not list(out.glob("*.tmp"))
     assert len(first.splitlines()) == N_SESSIONS + 1
+
+
+def test_progress_off_a_terminal_is_one_line_per_session(tmp_path, capsys):
+    """stderr is not a terminal under pytest: no bar redraws, one line per finished session."""
+    inp = _write_input(tmp_path / "in.jsonl")
+
+    async def extract(session):
+        if not any(t.content.strip() for t in session.turns):
+            raise ValueError("blank session")
+        return MemoryGraph(session_id=session.session_id, user_name=session.user_name, variant="promem")
+
+    rep = run_bulk([inp], tmp_path / "out", "jsonl", 2, _cfg(), extractor=extract, progress=True)
+    assert (rep.ok, rep.failed) == (N_SESSIONS, 1)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("bulk: ")]
+    assert len(lines) == N_SESSIONS + 1 and "\r" not in err
+    assert sorted(ln.split()[1] for ln in lines) == sorted([f"job/s{k}" for k in range(N_SESSIONS)] + [EMPTY_ID])
+    assert any(ln.startswith(f"bulk: {EMPTY_ID} FAILED in ") for ln in lines)
+    assert lines[-1].split("(")[1].startswith(f"{N_SESSIONS + 1}/{N_SESSIONS + 1};")

@@ -784,3 +784,26 @@ def test_judge_halumem_output_verdicts_rescore(tmp_path):
     assert strict["per_session"][0]["integrity_scores"] == [2, 0, 0]
     assert strict["integrity"] == 0.5 and strict["weighted_recall"] == pytest.approx(1.0 / 1.5)
     assert strict["ungrounded"] == {"integrity": 1, "accuracy": 0}
+
+
+def test_eval_append_results_adds_one_summary_line_per_run(tmp_path, capsys):
+    """`--append-results FILE`: each run appends one line (commit, date, machine, figures)."""
+    from promem_fast.results_log import git_commit
+
+    data = write_halumem(tmp_path / "h.jsonl")
+    log = tmp_path / "results" / "eval_halumem.jsonl"
+    for k in range(2):
+        out = tmp_path / f"o{k}"
+        assert cli.main(["eval", "halumem", str(data), "--out", str(out), "--llm", "scripted", "--embed", "hash",
+                         "--variants", "one-off", "--max-questions", "1", "--append-results", str(log)]) == 0
+        assert f"appended one line to {log}" in capsys.readouterr().err
+    lines = [json.loads(ln) for ln in log.read_text().splitlines()]
+    assert len(lines) == 2
+    full = json.loads((tmp_path / "o1" / "results.json").read_text())
+    last = lines[1]
+    assert last["benchmark"] == "halumem" and last["out_dir"] == str(tmp_path / "o1")
+    assert last["commit"] == git_commit() and last["date"][:2] == "20" and last["machine"]["cpu_count"] >= 1
+    fig = {k: v for k, v in full["variants"]["one-off"].items() if k != "per_session"}
+    assert last["variants"]["one-off"] == fig and "per_session" not in last["variants"]["one-off"]
+    assert last["artifacts"] == {"results": str(tmp_path / "o1" / "results.json"),
+                                 "report": str(tmp_path / "o1" / "report.md")}

@@ -170,6 +170,11 @@ def main(args: argparse.Namespace, config: Config, *, services: Optional[Service
         return 2
     print(Path(results["report_md"]).read_text(encoding="utf-8"))
     print(f"wrote {results['report_md']} and {results['results_json']}", file=sys.stderr)
+    if getattr(args, "append_results", None):
+        from ..results_log import append_line, eval_summary
+
+        append_line(args.append_results, eval_summary(results, args.out))
+        print(f"appended one line to {args.append_results}", file=sys.stderr)
     bad = [v for v, a in results["variants"].items() if a.get("sessions") and a.get("sessions_failed") == a["sessions"]]
     if bad:
         print(f"error: every session failed for variant(s) {bad}", file=sys.stderr)

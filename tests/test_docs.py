@@ -1,0 +1,57 @@
+"""README and docs/: short front page, the two commands verbatim, links that resolve."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+COMMANDS = [
+    "bash .ci/setup && .venv/bin/promem-fast extract ../shared/data/locomo_dev.json --format locomo "
+    "--sample conv-26 --sessions 1 --out out/conv-26_session_1.json",
+    "bash .ci/setup && .venv/bin/python -m pytest -q",
+]
+
+
+def _anchor(heading: str) -> str:  # GitHub's heading ids
+    h = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return h.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_anchor(m) for m in re.findall(r"^#+ (.+)$", page.read_text(), re.M)}
+
+
+def test_readme_is_short_and_keeps_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    for c in COMMANDS:
+        assert c in text
+    assert "bash .ci/setup && .venv/bin/python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
+    assert {p.name for p in PAGES} >= {"README.md", "pipeline.md", "engine.md", "benchmarks.md", "evaluation.md", "models.md"}
+    assert "## Review rubric" in (ROOT / "docs" / "evaluation.md").read_text()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_resolve(page):
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+        if re.match(r"https?:", target):
+            continue
+        path, _, frag = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.name}: {target}"
+        if frag and dest.suffix == ".md":
+            assert frag in _anchors(dest), f"{page.name}: {target}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_results_files_named_in_docs_exist(page):
+    res = ROOT / "benchmarks" / "results"
+    text = page.read_text().split("| old file (before issue 17)")[0]  # the renames table names old files
+    for name in set(re.findall(r"`([\w.-]+\.jsonl)`", text)):
+        if name in ("graphs.jsonl", "failed.jsonl", "promem_fast_eval_results.jsonl", "xref_gpu.jsonl"):
+            continue
+        assert (res / name).is_file(), f"{page.name} names {name}"
