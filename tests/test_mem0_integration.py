@@ -172,6 +172,33 @@ def test_stable_ids_skip_entries_already_stored(mem):
     assert len(mem.get_all(filters={"user_id": "caroline"}, top_k=100)["results"]) == len(first["results"])
 
 
+def test_other_sessions_and_users_are_apart(mem):
+    a = mem.add(MESSAGES, user_id="caroline", session_id="s1")
+    b = mem.add(MESSAGES, user_id="caroline", session_id="s2")  # same words, another session
+    c = mem.add(MESSAGES, user_id="melanie", session_id="s1")  # same session id, another user
+    for out in (b, c):
+        assert out["promem"]["extracted"] is True and {r["event"] for r in out["results"]} == {"ADD"}
+    ids = [r["id"] for out in (a, b, c) for r in out["results"]]
+    assert len(set(ids)) == 3 * len(EXPECTED)
+    assert len(mem.get_all(filters={"user_id": "caroline"}, top_k=100)["results"]) == 2 * len(EXPECTED)
+
+
+def test_faiss_store(tmp_path, embed):
+    from promem_fast.integrations.mem0 import Memory
+
+    d = mem0_dict(tmp_path)
+    d["vector_store"] = {"provider": "faiss", "config": {"path": str(tmp_path / "faiss"), "collection_name": "t",
+                                                         "distance_strategy": "cosine"}}
+    m = Memory.from_config(d, extractor=scripted_extractor(embed))
+    first = m.add(MESSAGES, user_id="caroline", session_id="s1")
+    again = m.add(MESSAGES, user_id="caroline", session_id="s1")
+    assert [r["memory"] for r in first["results"]] == [x[0] for x in EXPECTED]
+    assert {r["event"] for r in again["results"]} == {"NONE"} and again["promem"]["extracted"] is False
+    hits = m.search("LGBTQ support group", filters={"user_id": "caroline"}, top_k=3)["results"]
+    assert hits[0]["memory"] == EXPECTED[0][0]
+    m.close()
+
+
 def test_update_delete_history_stay_mem0s(mem):
     out = mem.add(MESSAGES, user_id="caroline", session_id="s1")
     mid = out["results"][0]["id"]

@@ -75,7 +75,7 @@ PROVIDER = "promem_fast"
 """Mem0 embedder provider name of :class:`PromemEmbedding`."""
 
 MINILM_DIMS = 384
-_LIST_LIMIT = 100_000  # entries read back per scope to find already-stored ids
+_LIST_LIMIT = 100_000  # entries of one session read back to find already-stored ids
 _PROV_KEYS = frozenset({
     "source", "kind", "session_id", "graph_node_id", "source_turn_ids", "event_time", "dates",
     "confidence", "subject", "promem_id", "promem_input",
@@ -347,7 +347,8 @@ class Memory(_Mem0Memory):
             f"{in_hash}\x1f{session.session_id}\x1f{session.user_name}\x1f{self.include_details}".encode()
         ).hexdigest()[:32]
 
-        stored = _rows(self.vector_store.list(filters=dict(scope), top_k=_LIST_LIMIT))
+        # stable ids include the session id: only this session's entries can match
+        stored = _rows(self.vector_store.list(filters={**scope, "session_id": session.session_id}, top_k=_LIST_LIMIT))
         by_pid = {r.payload.get("promem_id"): r for r in stored if (r.payload or {}).get("promem_id")}
         same = [r for r in stored if (r.payload or {}).get("promem_input") == fingerprint]
         stats = {"session_id": session.session_id, "input": fingerprint, "extracted": False, "entries": 0,
