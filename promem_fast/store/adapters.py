@@ -15,6 +15,9 @@ Three targets, each a pure ``graph -> list[dict]`` function plus a thin writer:
   visibility, updated_at, memory_type, key, sources, background}}``; :func:`write_to_memos`
   calls ``text_memory.add(items)``.
 
+For a Mem0 ``Memory`` whose own ``add`` extracts with promem_fast (the drop-in switch), see
+:mod:`promem_fast.integrations.mem0`; it stores these Mem0 records.
+
 Every record carries our provenance in its metadata (session id, graph node id, source turn
 ids, NLI-based confidence), so answers can be traced back to dialogue turns.
 """
