@@ -439,6 +439,8 @@ def test_variants_and_bad_input(tmp_path):
     assert variant_config(make_config(), "v1").pipeline.variant == "v1"
     nd = variant_config(make_config(), "no-detail-recovery").pipeline
     assert (nd.variant, nd.recover_details, nd.completeness_check) == ("promem", False, True)
+    ns = variant_config(make_config(), "no-screen").pipeline
+    assert (ns.variant, ns.screen_entries, ns.lexical_entailment, ns.dedup) == ("promem", False, True, True)
     assert cli.main(["eval", "halumem", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
     assert proxy_qa_label("I don't know.", "Max") == "Omission"
     assert proxy_qa_label("His name is Max", "Max") == "Correct"

@@ -255,6 +255,8 @@ def task_of(req) -> str:
     (dict(completeness_check=False, relations=False), ["no-cc", "no-rel"]),
     (dict(hallucination_verification=False, check_head_claim=False, check_polarity=False), ["no-hv"]),
     (dict(check_polarity=False), ["no-polarity"]),
+    (dict(screen_entries=False, lexical_entailment=False, dedup=False), ["no-screen", "no-lexical-nli", "no-dedup"]),
+    (dict(hallucination_verification=False, screen_entries=False, dedup=False), ["no-hv"]),
     (dict(recover_details=False), ["no-detail-recovery"]),
     (dict(completeness_check=False, recover_details=False), ["no-cc"]),
     (dict(check_head_claim=False, detail_anchoring=False, anchor_within_topic=False), ["no-da", "no-head-claim"]),

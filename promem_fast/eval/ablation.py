@@ -7,7 +7,10 @@ Variant names map to :class:`~promem_fast.config.PipelineConfig`:
   ``completeness_check`` / ``hallucination_verification`` / ``detail_anchoring`` /
   ``relations`` set to False (Table 2's "w/o CC", "w/o HV", "w/o DA", "w/o Rel");
 * ``no-detail-recovery``: ``promem`` without this engine's completeness check on details
-  (``recover_details``).
+  (``recover_details``);
+* ``no-screen`` / ``no-lexical-nli`` / ``no-dedup``: ``promem`` without the HV screen before
+  NLI (``screen_entries``), the lexical entailment fast path (``lexical_entailment``) or the
+  dedup after HV (``dedup``).
 
 Switches the base config already turned off (``--no-cc`` ...) stay off in every variant.
 """
@@ -30,11 +33,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-da": {"variant": "promem", "detail_anchoring": False},
     "no-rel": {"variant": "promem", "relations": False},
     "no-detail-recovery": {"variant": "promem", "recover_details": False},
+    "no-screen": {"variant": "promem", "screen_entries": False},
+    "no-lexical-nli": {"variant": "promem", "lexical_entailment": False},
+    "no-dedup": {"variant": "promem", "dedup": False},
 }
 
 VARIANT_LABELS = {
     "promem": "ProMem (Full)", "one-off": "One-off Extract", "v1": "ProMem v1", "no-cc": "w/o CC",
     "no-hv": "w/o HV", "no-da": "w/o DA", "no-rel": "w/o Rel", "no-detail-recovery": "w/o detail recovery",
+    "no-screen": "w/o HV screen", "no-lexical-nli": "w/o lexical NLI", "no-dedup": "w/o dedup",
 }
 
 
