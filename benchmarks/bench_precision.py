@@ -36,11 +36,28 @@ SLICES = {
 }
 
 
-def load_slice(name: str, data_dir: Path) -> list:
-    """Sessions of a dev slice (LoCoMo: each session once per speaker, ids ``...@<speaker>``)."""
+def parse_picks(spec: str) -> list:
+    """``"conv-26:1-3,conv-30:1-2"`` -> [("conv-26", "1-3"), ("conv-30", "1-2")].
+
+    Raises:
+        ValueError: an item is not ``SAMPLE:SESSIONS``.
+    """
+    out = []
+    for item in (x.strip() for x in spec.split(",") if x.strip()):
+        sample, sep, sessions = item.partition(":")
+        if not sep or not sample or not sessions:
+            raise ValueError(f"--locomo: expected SAMPLE:SESSIONS items (conv-26:1-3), got {item!r}")
+        out.append((sample, sessions))
+    return out
+
+
+def load_slice(name: str, data_dir: Path, picks=None) -> list:
+    """Sessions of a dev slice (LoCoMo: each session once per speaker, ids ``...@<speaker>``);
+    ``picks`` overrides the slice's [(sample, sessions)]."""
     from promem_fast.io import load_sessions
 
-    fmt, fname, picks = SLICES[name]
+    fmt, fname, default = SLICES[name]
+    picks = picks or default
     path = data_dir / fname
     if not path.is_file():
         raise FileNotFoundError(f"dev slice {name}: {path} not found (../shared/data beside the repo)")
@@ -95,7 +112,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
     memories: dict[str, list] = {}
     lines = []
     for sl in args.slices:
-        sessions = load_slice(sl, args.data)
+        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else None)
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
             t0 = time.perf_counter()
@@ -127,6 +144,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 line["reviewed"] = {k: (round(x, 4) if isinstance(x, float) else x)
                                     for k, x in score_labels(mems, labels).items()}
                 line["labels"] = str(args.labels)
+            line["sessions_measured"] = [s.session_id for s in sessions]
             (args.out / f"per_memory-{sl}-{v}.jsonl").write_text(
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jf["per_memory"]), encoding="utf-8")
             print(json.dumps(line), flush=True)
@@ -144,6 +162,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--slices", default="halumem,locomo")
     ap.add_argument("--variants", default="promem,one-off")
+    ap.add_argument("--locomo", type=parse_picks, default=None,
+                    help="LoCoMo samples and sessions, e.g. conv-26:1-2 (default: conv-26:1-3,conv-30:1-2)")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--labels", type=Path, help="reviewer labels (JSONL of session_id, memory, label)")

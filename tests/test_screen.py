@@ -225,3 +225,20 @@ async def test_non_english_facts_keep_their_language_and_names():
             ("a2", "assistant", "Gute Reise!")]
     kept, why, _ = await screened(rows, [("Nora fährt am 2024-03-11 mit Jürgen nach Köln.", ["u1"])])
     assert kept == ["Nora fährt am 2024-03-11 mit Jürgen nach Köln."] and why == {}
+
+
+def test_the_embedded_regression_set_covers_every_failure_class():
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    from bench_regression import CASES, sessions_of
+
+    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    assert {c["class"].split(" (")[0] for c in cases} == {
+        "filler", "assistant text", "wrong person", "world knowledge", "quoted text", "duplicates", "non-English"}
+    sessions = sessions_of(cases)
+    assert all(1 <= len(s.turns) <= 4 and s.turns[0].role == "user" for s in sessions)
+    assert all(c["expect"] for c in cases)
