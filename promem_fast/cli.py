@@ -1,4 +1,4 @@
-"""Command line: ``promem-fast extract | qa | bulk | eval | serve | keys | schema``."""
+"""Command line: ``promem-fast extract | qa | bulk | eval | serve | keys | store | schema``."""
 
 from __future__ import annotations
 
@@ -315,6 +315,24 @@ def cmd_keys(args: argparse.Namespace) -> int:
         store.close()
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    from .store import backup as bk
+
+    if args.store_command == "backup":
+        n = bk.backup(args.store, args.out)
+        print(f"backed up {n['entries']} entries of {n['users']} users to {args.out}", file=sys.stderr)
+    elif args.store_command == "export":
+        _check_writable(args.out, "OUT")
+        n = bk.export_store(args.store, args.out)
+        print(f"exported {n['entry']} entries, {n['history']} history rows of {n['user']} users to {args.out}",
+              file=sys.stderr)
+    else:
+        n = bk.import_store(args.input, args.store)
+        print(f"imported {n['entry']} entries, {n['history']} history rows of {n['user']} users into "
+              f"{args.store} (FAISS indexes rebuilt)", file=sys.stderr)
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .schema import json_schema
 
@@ -386,6 +404,19 @@ def make_parser() -> argparse.ArgumentParser:
         kp.add_argument("--store", type=Path, default=Path("promem_data"),
                         help="store directory (default ./promem_data, as for serve)")
     k.set_defaults(func=cmd_keys)
+
+    st = sub.add_parser("store", help="back up, export and import a store")
+    stsub = st.add_subparsers(dest="store_command", required=True)
+    sb = stsub.add_parser("backup", help="consistent copy of the store's SQLite (safe while serving)")
+    sb.add_argument("store", type=Path, metavar="STORE", help="store directory")
+    sb.add_argument("out", type=Path, metavar="OUT", help="new store directory for the copy")
+    se = stsub.add_parser("export", help="entries, history, provenance, sessions, relations as JSON Lines (no keys)")
+    se.add_argument("store", type=Path, metavar="STORE", help="store directory")
+    se.add_argument("out", type=Path, metavar="OUT.jsonl")
+    si = stsub.add_parser("import", help="load an export into a new store; FAISS indexes rebuilt")
+    si.add_argument("input", type=Path, metavar="IN.jsonl")
+    si.add_argument("store", type=Path, metavar="STORE", help="new store directory")
+    st.set_defaults(func=cmd_store)
 
     ev = sub.add_parser("eval", help="evaluate on HaluMem / LoCoMo / LongMemEval")
     ev.add_argument("benchmark", choices=["halumem", "locomo", "longmemeval"])
