@@ -323,11 +323,11 @@ def cmd_store(args: argparse.Namespace) -> int:
         print(f"backed up {n['entries']} entries of {n['users']} users to {args.out}", file=sys.stderr)
     elif args.store_command == "export":
         _check_writable(args.out, "OUT")
-        n = bk.export_store(args.store, args.out)
+        n = bk.export_store(args.store, args.out, tenant=args.tenant)
         print(f"exported {n['entry']} entries, {n['history']} history rows of {n['user']} users to {args.out}",
               file=sys.stderr)
     else:
-        n = bk.import_store(args.input, args.store)
+        n = bk.import_store(args.input, args.store, tenant=args.tenant)
         print(f"imported {n['entry']} entries, {n['history']} history rows of {n['user']} users into "
               f"{args.store} (FAISS indexes rebuilt)", file=sys.stderr)
     return 0
@@ -413,9 +413,11 @@ def make_parser() -> argparse.ArgumentParser:
     se = stsub.add_parser("export", help="entries, history, provenance, sessions, relations as JSON Lines (no keys)")
     se.add_argument("store", type=Path, metavar="STORE", help="store directory")
     se.add_argument("out", type=Path, metavar="OUT.jsonl")
+    se.add_argument("--tenant", help="only this tenant's users, written under their plain user ids")
     si = stsub.add_parser("import", help="load an export into a new store; FAISS indexes rebuilt")
     si.add_argument("input", type=Path, metavar="IN.jsonl")
     si.add_argument("store", type=Path, metavar="STORE", help="new store directory")
+    si.add_argument("--tenant", help="put every user into this tenant (e.g. memory written before the store had keys)")
     st.set_defaults(func=cmd_store)
 
     ev = sub.add_parser("eval", help="evaluate on HaluMem / LoCoMo / LongMemEval")

@@ -534,7 +534,7 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
 
     @app.get("/keys", response_model=list[KeyRecord])
     async def list_keys(p: Admin) -> Any:
-        """The API keys of the caller's tenant (every key when the store has none yet), no secrets. Admin only."""
+        """The API keys of the caller's tenant, without their secrets. Admin only."""
         return [k.to_dict() for k in keys.list(p.tenant)]
 
     @app.post("/keys", response_model=CreatedKey, status_code=201)

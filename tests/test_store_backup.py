@@ -193,3 +193,34 @@ def test_store_command_line(tmp_path, capsys):
     assert "STORE:" in err and "already holds a store" in err
     assert main(["store", "backup", str(tmp_path / "none"), str(tmp_path / "bk2")]) == 2
     assert "STORE: no store" in capsys.readouterr().err
+
+
+async def test_tenant_option_moves_memory_into_and_out_of_a_tenant(tmp_path):
+    import httpx
+
+    from promem_fast.server import create_app
+
+    m = await _rich_store(tmp_path / "open")  # written before the store had keys: plain user ids
+    before = (await m.get_all(user_id="alice", filters={"status": "all"}))["results"]
+    await m.close()
+    export_store(tmp_path / "open", tmp_path / "all.jsonl")
+    import_store(tmp_path / "all.jsonl", tmp_path / "acme", tenant="acme")
+    m2 = AsyncMemory(services=services(), path=str(tmp_path / "acme"))
+    assert sorted(m2.store.user_ids()) == ["acme\x1falice", "acme\x1fbob"]
+    key, _ = APIKeys(m2.store).create("acme", users=["alice"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(m2)), base_url="http://t",
+                                 headers={"Authorization": f"Bearer {key}"}) as c:
+        got = (await c.get("/memories", params={"user_id": "alice", "status": "all"})).json()["results"]
+    # same records (the response model adds score: null), the tenant's key sees them under "alice"
+    assert [{k: v for k, v in r.items() if k != "score"} for r in got] == before and len(before) == 6
+    await m2.close()
+    # and out again: only the tenant's users, under their plain ids
+    n = export_store(tmp_path / "acme", tmp_path / "acme.jsonl", tenant="acme")
+    assert n["user"] == 2 and "acme" not in (tmp_path / "acme.jsonl").read_text().split("\n", 1)[1]
+    assert export_store(tmp_path / "acme", tmp_path / "none.jsonl", tenant="bravo")["entry"] == 0
+    import_store(tmp_path / "acme.jsonl", tmp_path / "plain")
+    m3 = AsyncMemory(services=services(), path=str(tmp_path / "plain"))
+    assert (await m3.get_all(user_id="alice", filters={"status": "all"}))["results"] == before
+    await m3.close()
+    with pytest.raises(ValueError, match="^tenant:"):
+        import_store(tmp_path / "acme.jsonl", tmp_path / "x", tenant="no spaces")

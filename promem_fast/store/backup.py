@@ -9,6 +9,10 @@
 * :func:`import_store` loads such a file into a new (empty) store directory in one
   transaction, keeping row order, ids and timestamps, then rebuilds every user's FAISS
   index from SQLite: the imported store answers search, get and history like the original.
+
+``tenant`` moves memory between tenants: an export with ``tenant`` holds only that tenant's
+users, under their plain user ids; an import with ``tenant`` puts every user into it (e.g.
+memory written before the store had keys, which no tenant's key reaches otherwise).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import base64
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, Optional, Union
 
+from .keys import check_tenant, scoped_user, unscoped_user
 from .sqlite_store import SCHEMA_VERSION, SQLiteStore
 
 PathLike = Union[str, Path]
@@ -88,25 +93,33 @@ def backup(store_dir: PathLike, out_dir: PathLike) -> dict[str, int]:
         src.close()
 
 
-def _encode(typ: str, cols: tuple[str, ...], row: sqlite3.Row) -> dict[str, Any]:
+def _encode(typ: str, cols: tuple[str, ...], row: sqlite3.Row, tenant: Optional[str]) -> dict[str, Any]:
     d: dict[str, Any] = {"record": typ}  # not "type": relations have a column of that name
     for c in cols:
         v = row[c]
-        d[c] = base64.b64encode(v).decode("ascii") if c == "embedding" else v
+        if c == "embedding":
+            v = base64.b64encode(v).decode("ascii")
+        elif c == "user_id":
+            v = unscoped_user(tenant, v)
+        d[c] = v
     return d
 
 
-def export_store(store_dir: PathLike, out_path: PathLike) -> dict[str, int]:
+def export_store(store_dir: PathLike, out_path: PathLike, tenant: Optional[str] = None) -> dict[str, int]:
     """Write every user's memory in ``store_dir`` to the JSON Lines file ``out_path`` (no API keys).
 
     Read in one SQLite transaction, so the file is a consistent snapshot of a running store.
+    ``tenant``: only that tenant's users, written under their plain user ids.
 
     Returns:
         rows written per record type, e.g. ``{"user": 2, "entry": 10, ...}``.
 
     Raises:
         FileNotFoundError: ``store_dir`` has no ``memory.db``.
+        ValueError: a bad ``tenant`` name.
     """
+    if tenant is not None:
+        check_tenant(tenant)
     con = sqlite3.connect(str(_db(store_dir)), timeout=30.0, isolation_level=None)
     con.row_factory = sqlite3.Row
     counts = {typ: 0 for typ, _, _ in _TABLES}
@@ -117,12 +130,16 @@ def export_store(store_dir: PathLike, out_path: PathLike) -> dict[str, int]:
         dim = con.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
         with tmp.open("w", encoding="utf-8") as f:
             header = {"record": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
-                      "schema_version": SCHEMA_VERSION, "dim": int(dim[0]) if dim else None}
+                      "schema_version": SCHEMA_VERSION, "dim": int(dim[0]) if dim else None, "tenant": tenant}
             f.write(json.dumps(header) + "\n")
             for typ, table, cols in _TABLES:
                 order = "seq" if table == "history" else ("user_id" if table == "users" else "rowid")
-                for row in con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}"):
-                    f.write(json.dumps(_encode(typ, cols, row), ensure_ascii=False) + "\n")
+                where, args = "", []
+                if tenant is not None:
+                    prefix = scoped_user(tenant, "")
+                    where, args = "WHERE substr(user_id, 1, ?) = ?", [len(prefix), prefix]
+                for row in con.execute(f"SELECT {', '.join(cols)} FROM {table} {where} ORDER BY {order}", args):
+                    f.write(json.dumps(_encode(typ, cols, row, tenant), ensure_ascii=False) + "\n")
                     counts[typ] += 1
         con.execute("COMMIT")
         tmp.replace(out)
@@ -146,19 +163,23 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield n, rec
 
 
-def import_store(in_path: PathLike, store_dir: PathLike) -> dict[str, int]:
+def import_store(in_path: PathLike, store_dir: PathLike, tenant: Optional[str] = None) -> dict[str, int]:
     """Load a file written by :func:`export_store` into the new store directory ``store_dir``.
 
     All rows go in one transaction (nothing is kept if a line is bad); every user's FAISS
-    index is then rebuilt from the imported embeddings.
+    index is then rebuilt from the imported embeddings. ``tenant``: every user id goes into
+    that tenant (a key of the tenant reaches it under the user id of the file).
 
     Returns:
         rows read per record type.
 
     Raises:
         FileNotFoundError: no file ``in_path``.
-        ValueError: ``store_dir`` already holds a store, or a bad line (its number and field named).
+        ValueError: ``store_dir`` already holds a store, a bad ``tenant``, or a bad line (its number
+            and field named).
     """
+    if tenant is not None:
+        check_tenant(tenant)
     src = Path(in_path)
     if not src.is_file():
         raise FileNotFoundError(f"IN: no file {src}")
@@ -192,6 +213,10 @@ def import_store(in_path: PathLike, store_dir: PathLike) -> dict[str, int]:
                             v = base64.b64decode(v, validate=True)
                         except (ValueError, TypeError):
                             raise ValueError(f"{src}: line {n}: embedding: not base64 float32 data") from None
+                    elif col == "user_id" and tenant is not None:
+                        if not isinstance(v, str):
+                            raise ValueError(f"{src}: line {n}: user_id: expected a string")
+                        v = scoped_user(tenant, v)
                     vals.append(v)
                 try:
                     c.execute(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", vals)
