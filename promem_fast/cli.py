@@ -1,4 +1,4 @@
-"""Command line: ``promem-fast extract | qa | view | bulk | eval | serve | schema`` and ``--version``."""
+"""Command line: ``promem-fast extract | qa | view | bulk | eval | serve | keys | store | schema`` and ``--version``."""
 
 from __future__ import annotations
 
@@ -309,7 +309,76 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.store.exists() and not args.store.is_dir():
         raise ValueError(f"--store: {args.store} exists and is not a directory")
     serve(args.host, args.port, build_config(args), path=str(args.store),
-          jobs_root=str(args.jobs_root) if args.jobs_root else None)
+          jobs_root=str(args.jobs_root) if args.jobs_root else None, insecure_no_auth=args.insecure_no_auth)
+    return 0
+
+
+def _open_store(path: Path, create: bool = False):
+    from .store.sqlite_store import SQLiteStore
+
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--store: {path} exists and is not a directory")
+    if not create and not (path / "memory.db").is_file():
+        raise FileNotFoundError(f"--store: no store at {path} (no memory.db)")
+    return SQLiteStore(path)
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from .store.keys import APIKeys
+
+    if args.keys_command == "create":
+        users = None
+        if args.users is not None:
+            users = [u.strip() for u in args.users.split(",")]
+            if not all(users):
+                raise ValueError(f"--users: expected comma-separated user ids, got {args.users!r}")
+        elif not args.all_users and not args.admin:
+            raise ValueError("--users: give the user ids the key may act for, or --all-users (or --admin)")
+        if args.admin and users is not None:
+            raise ValueError("--users: an --admin key reaches every user of its tenant; drop --users")
+        store = _open_store(args.store, create=True)
+        try:
+            key, info = APIKeys(store).create(args.tenant, users, args.admin)
+        finally:
+            store.close()
+        scope = "every user" if info.users is None else ", ".join(info.users)
+        print(f"created key {info.key_id} for tenant {info.tenant!r} ({'admin, ' if info.admin else ''}{scope}); "
+              "it is shown only now, store it safely:", file=sys.stderr)
+        print(key)
+        return 0
+    store = _open_store(args.store)
+    try:
+        k = APIKeys(store)
+        if args.keys_command == "list":
+            for info in k.list(args.tenant):
+                scope = "*" if info.users is None else ",".join(info.users)
+                state = f"revoked {info.revoked_at}" if info.revoked_at else "active"
+                print(f"{info.key_id}\t{info.tenant}\t{'admin' if info.admin else '-'}\t{scope}\t"
+                      f"{info.created_at}\t{state}")
+            return 0
+        if not k.revoke(args.key_id):
+            raise ValueError(f"KEY_ID: no active key {args.key_id!r} in {args.store}")
+        print(f"revoked key {args.key_id}", file=sys.stderr)
+        return 0
+    finally:
+        store.close()
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    from .store import backup as bk
+
+    if args.store_command == "backup":
+        n = bk.backup(args.store, args.out)
+        print(f"backed up {n['entries']} entries of {n['users']} users to {args.out}", file=sys.stderr)
+    elif args.store_command == "export":
+        _check_writable(args.out, "OUT")
+        n = bk.export_store(args.store, args.out, tenant=args.tenant)
+        print(f"exported {n['entry']} entries, {n['history']} history rows of {n['user']} users to {args.out}",
+              file=sys.stderr)
+    else:
+        n = bk.import_store(args.input, args.store, tenant=args.tenant)
+        print(f"imported {n['entry']} entries, {n['history']} history rows of {n['user']} users into "
+              f"{args.store} (FAISS indexes rebuilt)", file=sys.stderr)
     return 0
 
 
@@ -368,8 +437,44 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--store", type=Path, default=Path("promem_data"),
                    help="store directory, SQLite + FAISS (default ./promem_data)")
     s.add_argument("--jobs-root", type=Path, help="directory that POST /jobs may read input files from")
+    s.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host while the store has no API key (anyone reaching it "
+                        "can read and delete every user's memory)")
     _add_model_args(s)
     s.set_defaults(func=cmd_serve)
+
+    k = sub.add_parser("keys", help="API keys of the memory service (stored hashed in the store)")
+    ksub = k.add_subparsers(dest="keys_command", required=True)
+    kc = ksub.add_parser("create", help="create a key; printed once on stdout")
+    kc.add_argument("--tenant", required=True, help="tenant name: the key reaches only this tenant's users")
+    ku = kc.add_mutually_exclusive_group()
+    ku.add_argument("--users", help="comma-separated user ids the key may act for")
+    ku.add_argument("--all-users", action="store_true", help="the key may act for every user of the tenant")
+    kc.add_argument("--admin", action="store_true",
+                    help="also /reset (of the tenant), /jobs and key management; implies --all-users")
+    kl = ksub.add_parser("list", help="list keys (ids, scopes, never the keys)")
+    kl.add_argument("--tenant", help="only this tenant's keys")
+    kr = ksub.add_parser("revoke", help="revoke a key by its id (from `keys list`)")
+    kr.add_argument("key_id", metavar="KEY_ID")
+    for kp in (kc, kl, kr):
+        kp.add_argument("--store", type=Path, default=Path("promem_data"),
+                        help="store directory (default ./promem_data, as for serve)")
+    k.set_defaults(func=cmd_keys)
+
+    st = sub.add_parser("store", help="back up, export and import a store")
+    stsub = st.add_subparsers(dest="store_command", required=True)
+    sb = stsub.add_parser("backup", help="consistent copy of the store's SQLite (safe while serving)")
+    sb.add_argument("store", type=Path, metavar="STORE", help="store directory")
+    sb.add_argument("out", type=Path, metavar="OUT", help="new store directory for the copy")
+    se = stsub.add_parser("export", help="entries, history, provenance, sessions, relations as JSON Lines (no keys)")
+    se.add_argument("store", type=Path, metavar="STORE", help="store directory")
+    se.add_argument("out", type=Path, metavar="OUT.jsonl")
+    se.add_argument("--tenant", help="only this tenant's users, written under their plain user ids")
+    si = stsub.add_parser("import", help="load an export into a new store; FAISS indexes rebuilt")
+    si.add_argument("input", type=Path, metavar="IN.jsonl")
+    si.add_argument("store", type=Path, metavar="STORE", help="new store directory")
+    si.add_argument("--tenant", help="put every user into this tenant (e.g. memory written before the store had keys)")
+    st.set_defaults(func=cmd_store)
 
     ev = sub.add_parser("eval", help="evaluate on HaluMem / LoCoMo / LongMemEval")
     ev.add_argument("benchmark", choices=["halumem", "locomo", "longmemeval"])

@@ -4,6 +4,15 @@ Routes follow Mem0's REST server (``/memories``, ``/search``, ``/memories/{id}/h
 ``/reset``) plus ``/graphs`` (add an already extracted graph) and ``/jobs`` (bulk
 extraction in the background). The OpenAPI spec is at ``/openapi.json``.
 
+Access: once the store holds an API key (``promem-fast keys create``), every route needs
+``Authorization: Bearer KEY``: 401 without a valid key, 403 for a user id or an admin route
+outside the key's scope. A key reaches only its tenant's users (stored user ids are
+``tenant + "\\x1f" + user_id``, so two tenants' "alice" never meet) and, unless it has
+``--all-users``, only its listed users. Routes addressed by memory or job id answer 404 for
+an id of another scope, exactly as for an unknown id. ``/reset``, ``/jobs`` and ``/keys`` need
+an admin key, and ``/reset`` with a key resets only that key's tenant. Without any key
+(local use) every route is open, as before.
+
 Errors: 422 for invalid input, with ``detail[].loc`` naming the failing field (FastAPI's
 validation shape, also used for checks done past the request model); 404 for unknown
 memory or job ids. Concurrent writes to one user are serialised by :class:`AsyncMemory`
@@ -13,23 +22,27 @@ memory or job ids. Concurrent writes to one user are serialised by :class:`Async
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Security
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from .config import Config
 from .schema import MemoryGraph, Session
+from .store.keys import TENANT_PATTERN, APIKeys, KeyInfo, scoped_user, unscoped_user
 from .store.memory import NONBLANK_PATTERN, AsyncMemory, InvalidInput, StoreConfig
 
 logger = logging.getLogger(__name__)
@@ -136,7 +149,8 @@ class JobRequest(_Req):
 
     user_id: str = UserId
     sessions: list[Session] = Field(default=None, min_length=1, max_length=10_000)  # type: ignore[assignment]
-    path: str = Field(default=None, min_length=1, max_length=4096)  # type: ignore[assignment]
+    # no NUL: no file system takes it, so the spec says so too
+    path: str = Field(default=None, min_length=1, max_length=4096, pattern=r"^[^\x00]*$")  # type: ignore[assignment]
     format: Optional[Literal["locomo", "halumem", "longmemeval", "json", "jsonl"]] = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -215,7 +229,107 @@ class Detail(BaseModel):
     detail: str
 
 
-_NOT_FOUND = {404: {"model": Detail, "description": "Unknown id."}}
+class KeyRecord(BaseModel):
+    key_id: str
+    tenant: str
+    users: Optional[list[str]] = Field(description="User ids the key may act for; null = every user of the tenant.")
+    admin: bool
+    created_at: str
+    revoked_at: Optional[str] = None
+
+
+class CreatedKey(KeyRecord):
+    key: str = Field(description="The API key; shown only in this response (only its hash is stored).")
+
+
+class KeyRequest(_Req):
+    """``users`` (a list of user ids) or ``admin: true``, not both; neither: every user of the tenant."""
+
+    # the spec says what the validator does: an admin key cannot have a user list
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "not": {"required": ["admin", "users"], "properties": {"admin": {"const": True}}}})
+
+    tenant: Optional[str] = Field(default=None, pattern=TENANT_PATTERN,
+                                  description="Tenant of the new key: only the caller's own (the default).")
+    # not nullable in the spec: absent means every user of the tenant
+    users: list[Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=NONBLANK)]] = Field(
+        default=None, min_length=1, max_length=10_000,  # type: ignore[assignment]
+        description="User ids the key may act for; absent = every user of the tenant.")
+    admin: bool = False
+
+    @model_validator(mode="after")
+    def _users_ok(self) -> "KeyRequest":
+        if self.admin and self.users is not None:
+            raise ValueError("users: an admin key reaches every user of its tenant; drop the user list")
+        return self
+
+
+_NOT_FOUND = {404: {"model": Detail, "description": "Unknown id (or an id outside the key's scope)."}}
+_AUTH_RESPONSES: dict[Union[int, str], dict[str, Any]] = {
+    401: {"model": Detail, "description": "Missing, invalid or revoked API key (only once the store has keys)."},
+    403: {"model": Detail, "description": "A user id or route outside the key's scope."},
+}
+_bearer = HTTPBearer(auto_error=False, scheme_name="APIKey",
+                     description="`Authorization: Bearer KEY`, a key from `promem-fast keys create`; "
+                                 "required once the store holds any key.")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: ``key`` None means no key exists in the store (open, local use)."""
+
+    key: Optional[KeyInfo]
+
+    @property
+    def tenant(self) -> Optional[str]:
+        return self.key.tenant if self.key is not None else None
+
+    @property
+    def admin(self) -> bool:
+        return self.key is None or self.key.admin
+
+    def allows(self, user_id: str) -> bool:
+        return self.key is None or self.key.allows(user_id)
+
+    def user(self, user_id: str, field: str = "user_id") -> str:
+        """The stored user id for ``user_id``; HTTP 403 when outside the key's scope."""
+        if not self.allows(user_id):
+            raise HTTPException(403, f"{field}: user {user_id!r} is outside this API key's scope")
+        return scoped_user(self.tenant, user_id)
+
+    def external(self, stored: str) -> Optional[str]:
+        """The caller's user id for a stored one; None when outside the key's scope."""
+        u = unscoped_user(self.tenant, stored)
+        return u if u is not None and self.allows(u) else None
+
+
+def _unauthorized(msg: str) -> HTTPException:
+    return HTTPException(401, msg, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def _principal(request: Request, cred: Optional[HTTPAuthorizationCredentials] = Security(_bearer)) -> Principal:
+    """The caller of this request; HTTP 401 once the store has keys and none valid is sent."""
+    keys: APIKeys = request.app.state.keys
+    # checked per request: keys made by `promem-fast keys create` while serving count at once
+    if not keys.any_exist():
+        return Principal(None)
+    if cred is None:
+        raise _unauthorized("missing API key: send 'Authorization: Bearer KEY'")
+    info = keys.verify(cred.credentials)
+    if info is None:
+        raise _unauthorized("invalid or revoked API key")
+    return Principal(info)
+
+
+async def _admin(p: Principal = Depends(_principal)) -> Principal:
+    if not p.admin:
+        raise HTTPException(403, "this route needs an admin API key")
+    return p
+
+
+# module level: the route annotations are strings (postponed evaluation), resolved in this module
+Caller = Annotated[Principal, Depends(_principal)]
+Admin = Annotated[Principal, Depends(_admin)]
 
 
 def _invalid(field: str, msg: str, where: str = "body") -> JSONResponse:
@@ -279,7 +393,8 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
     """The HTTP app over ``memory``.
 
     Args:
-        memory: the :class:`AsyncMemory` served (its services/extractor are used for adds and jobs).
+        memory: the :class:`AsyncMemory` served (its services/extractor are used for adds and jobs);
+            its store's ``api_keys`` table decides whether requests need a key (see the module doc).
         jobs_root: directory that ``POST /jobs`` ``path`` values must lie in; None disables paths.
         job_concurrency: sessions of one job extracted at once.
     """
@@ -287,10 +402,25 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
         title="promem_fast memory",
         version="0.1.0",
         description="Lifelong, verified memory for LLM agents (ProMem extraction + cross-session consolidation).",
+        responses=_AUTH_RESPONSES,
     )
     jobs: dict[str, JobStatus] = {}
+    job_tenant: dict[str, Optional[str]] = {}
     tasks: set[asyncio.Task] = set()
     root = Path(jobs_root).resolve() if jobs_root else None
+    keys = APIKeys(memory.store)
+
+    def _records(p: Principal, out: dict[str, Any]) -> dict[str, Any]:
+        for r in out["results"]:
+            r["user_id"] = p.external(r["user_id"])
+        return out
+
+    def _owned_id(p: Principal, memory_id: str, user_id: Optional[str]) -> Optional[str]:
+        """The stored user id to pass on for ``memory_id``; HTTP 404 when the id is outside the scope."""
+        owner = memory.store.owner(memory_id)
+        if owner is None or p.external(owner) is None or (user_id is not None and not p.allows(user_id)):
+            raise HTTPException(404, f"memory {memory_id!r} not found")
+        return scoped_user(p.tenant, user_id) if user_id is not None else None
 
     @app.exception_handler(StarletteHTTPException)
     async def _on_http(request: Request, exc: StarletteHTTPException) -> Response:
@@ -311,15 +441,16 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
         return _invalid(exc.field, exc.msg, "query" if request.method in ("GET", "DELETE") else "body")
 
     @app.get("/health", response_model=MessageResponse)
-    async def health() -> dict[str, Any]:
+    async def health(p: Caller) -> dict[str, Any]:
         return {"message": "ok"}
 
     @app.post("/memories", response_model=AddResponse)
-    async def add(req: AddRequest) -> Any:
+    async def add(req: AddRequest, p: Caller) -> Any:
         """Extract memory from messages or a session and consolidate it into the user's memory."""
+        uid = p.user(req.user_id)
         src: Any = req.session if req.session is not None else [m.model_dump() for m in req.messages or []]
         try:
-            return await memory.add(src, req.user_id, req.metadata, session_id=req.session_id,
+            return await memory.add(src, uid, req.metadata, session_id=req.session_id,
                                     user_name=req.user_name)
         except InvalidInput:
             raise
@@ -328,76 +459,114 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
             return _invalid(field, str(e))
 
     @app.post("/graphs", response_model=AddResponse)
-    async def add_graph(req: AddGraphRequest) -> Any:
+    async def add_graph(req: AddGraphRequest, p: Caller) -> Any:
         """Consolidate an already extracted memory graph into the user's memory."""
-        return await memory.add_graph(req.graph, req.user_id, req.metadata, session=req.session)
+        return await memory.add_graph(req.graph, p.user(req.user_id), req.metadata, session=req.session)
 
     @app.post("/search", response_model=RecordsResponse)
-    async def search(req: SearchRequest) -> Any:
+    async def search(req: SearchRequest, p: Caller) -> Any:
         """Top-k memory entries of the user by similarity to the query (active entries by default)."""
+        uid = p.user(req.user_id)
         filters = req.filters.as_dict() if req.filters is not None else None
-        return await memory.search(req.query, req.user_id, req.top_k, filters, req.threshold)
+        return _records(p, await memory.search(req.query, uid, req.top_k, filters, req.threshold))
 
     @app.get("/memories", response_model=RecordsResponse)
     async def get_all(
+        p: Caller,
         user_id: str = Query(min_length=1, max_length=256, pattern=NONBLANK),
         status: Literal["active", "superseded", "archived", "all"] = "active",
         limit: int = Query(default=100, ge=1, le=10_000),
     ) -> Any:
         """All memory entries of the user with the given status, oldest first."""
-        return await memory.get_all(user_id, {"status": status}, limit)
+        return _records(p, await memory.get_all(p.user(user_id), {"status": status}, limit))
 
     @app.delete("/memories", response_model=MessageResponse)
-    async def delete_all(user_id: str = Query(min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
+    async def delete_all(p: Caller, user_id: str = Query(min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
         """Delete every memory entry (and its history) of the user."""
-        return await memory.delete_all(user_id)
+        return await memory.delete_all(p.user(user_id))
 
     @app.get("/memories/{memory_id}", response_model=MemoryRecord, responses=_NOT_FOUND)
-    async def get(memory_id: str, user_id: Optional[str] = Query(default=None, min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
+    async def get(p: Caller, memory_id: str,
+                  user_id: Optional[str] = Query(default=None, min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
         """One memory entry with its provenance."""
-        rec = await memory.get(memory_id, user_id)
+        rec = await memory.get(memory_id, _owned_id(p, memory_id, user_id))
         if rec is None:
             raise HTTPException(404, f"memory {memory_id!r} not found")
+        rec["user_id"] = p.external(rec["user_id"])
         return rec
 
     @app.put("/memories/{memory_id}", response_model=MessageResponse, responses=_NOT_FOUND)
-    async def update(memory_id: str, req: UpdateRequest) -> Any:
+    async def update(memory_id: str, req: UpdateRequest, p: Caller) -> Any:
         """Replace the text of a memory entry (the old text stays in its history)."""
         try:
-            return await memory.update(memory_id, req.data, req.user_id)
+            return await memory.update(memory_id, req.data, _owned_id(p, memory_id, req.user_id))
         except KeyError:
             raise HTTPException(404, f"memory {memory_id!r} not found") from None
 
     @app.delete("/memories/{memory_id}", response_model=MessageResponse, responses=_NOT_FOUND)
-    async def delete(memory_id: str, user_id: Optional[str] = Query(default=None, min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
+    async def delete(p: Caller, memory_id: str,
+                     user_id: Optional[str] = Query(default=None, min_length=1, max_length=256, pattern=NONBLANK)) -> Any:
         """Delete one memory entry (a DELETE row stays in its history)."""
         try:
-            return await memory.delete(memory_id, user_id)
+            return await memory.delete(memory_id, _owned_id(p, memory_id, user_id))
         except KeyError:
             raise HTTPException(404, f"memory {memory_id!r} not found") from None
 
     @app.get("/memories/{memory_id}/history", response_model=list[HistoryItem], responses=_NOT_FOUND)
-    async def history(memory_id: str) -> Any:
+    async def history(memory_id: str, p: Caller) -> Any:
         """Changes of the entry and of the entries it superseded or was superseded by, oldest first."""
+        _owned_id(p, memory_id, None)
         try:
             return await memory.history(memory_id)
         except KeyError:
             raise HTTPException(404, f"memory {memory_id!r} not found") from None
 
     @app.post("/reset", response_model=MessageResponse)
-    async def reset() -> Any:
-        """Delete every user's memory."""
-        await memory.reset()
-        return {"message": "Memory store reset"}
+    async def reset(p: Admin) -> Any:
+        """Delete every user's memory (with an admin key: every user of the key's tenant). Admin only."""
+        if p.tenant is None:
+            await memory.reset()
+            return {"message": "Memory store reset"}
+        users = memory.store.user_ids(scoped_user(p.tenant, ""))
+        for uid in users:
+            await memory.delete_all(uid)
+        return {"message": f"Memory of tenant {p.tenant!r} reset", "users": len(users)}
 
-    async def _run_job(job: JobStatus, sessions: list[Session], metadata: dict[str, Any]) -> None:
+    @app.get("/keys", response_model=list[KeyRecord])
+    async def list_keys(p: Admin) -> Any:
+        """The API keys of the caller's tenant, without their secrets. Admin only."""
+        return [k.to_dict() for k in keys.list(p.tenant)]
+
+    @app.post("/keys", response_model=CreatedKey, status_code=201)
+    async def create_key(req: KeyRequest, p: Admin) -> Any:
+        """Create a key of the caller's tenant; the key is in this response only. Admin only."""
+        if p.tenant is None:  # an open store: whoever can reach it must not mint keys for tenants
+            raise HTTPException(403, "the store has no API key yet: create the first one on the server with "
+                                     "`promem-fast keys create`")
+        if req.tenant not in (None, p.tenant):
+            raise HTTPException(403, f"tenant: an admin key of {p.tenant!r} cannot make keys of {req.tenant!r}")
+        try:
+            key, info = keys.create(p.tenant, req.users, req.admin)
+        except ValueError as e:  # keys.py names the field first ("users: ...")
+            field, _, msg = str(e).partition(": ")
+            return _invalid(field, msg)
+        return {**info.to_dict(), "key": key}
+
+    @app.delete("/keys/{key_id}", response_model=MessageResponse, responses=_NOT_FOUND)
+    async def revoke_key(key_id: str, p: Admin) -> Any:
+        """Revoke a key of the caller's tenant (it stops working at once). Admin only."""
+        if not keys.revoke(key_id, p.tenant):
+            raise HTTPException(404, f"key {key_id!r} not found (or already revoked)")
+        return {"message": "API key revoked", "key_id": key_id}
+
+    async def _run_job(job: JobStatus, uid: str, sessions: list[Session], metadata: dict[str, Any]) -> None:
         job.status = "running"
         sem = asyncio.Semaphore(max(1, job_concurrency))
 
         async def one(s: Session) -> None:
             async with sem:
                 try:
-                    out = await memory.add(s, job.user_id, metadata)
+                    out = await memory.add(s, uid, metadata)
                     job.sessions.append(JobSessionResult(session_id=s.session_id, status="done",
                                                          results=len(out["results"])))
                     job.done += 1
@@ -417,15 +586,16 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
     @app.post("/jobs", response_model=JobStatus, status_code=202, responses={
         403: {"model": Detail, "description": "Path outside the jobs root, or paths disabled."},
         404: {"model": Detail, "description": "No such file under the jobs root."}})
-    async def create_job(req: JobRequest) -> Any:
-        """Start bulk extraction + consolidation of sessions (in the body, or a file under the jobs root)."""
+    async def create_job(req: JobRequest, p: Admin) -> Any:
+        """Start bulk extraction + consolidation of sessions (in the body, or a file under the jobs root). Admin only."""
+        uid = p.user(req.user_id)
         if req.path is not None:
             if root is None:
                 raise HTTPException(403, "path: server-side paths are disabled (start the server with a jobs root)")
             try:
-                p = (root / req.path).resolve()
-                inside = root == p or root in p.parents
-                exists = inside and p.is_file()
+                fp = (root / req.path).resolve()
+                inside = root == fp or root in fp.parents
+                exists = inside and fp.is_file()
             except (ValueError, OSError, RuntimeError) as e:  # NUL bytes, over-long names, symlink loops
                 return _invalid("path", f"not a usable file path ({e})")
             if not inside:
@@ -435,7 +605,7 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
             from .io import load_sessions
 
             try:
-                sessions = await asyncio.to_thread(load_sessions, p, req.format)
+                sessions = await asyncio.to_thread(load_sessions, fp, req.format)
             except Exception as e:  # any malformed file is the caller's input, never a 500
                 return _invalid("path", f"cannot load sessions: {type(e).__name__}: {e}")
         else:
@@ -449,31 +619,73 @@ def create_app(memory: AsyncMemory, *, jobs_root: Optional[str] = None, job_conc
         job = JobStatus(job_id=uuid.uuid4().hex, user_id=req.user_id, status="queued", total=len(sessions),
                         done=0, failed=0, created_at=datetime.now(timezone.utc).isoformat())
         jobs[job.job_id] = job
-        t = asyncio.create_task(_run_job(job, sessions, req.metadata))
+        job_tenant[job.job_id] = p.tenant
+        t = asyncio.create_task(_run_job(job, uid, sessions, req.metadata))
         tasks.add(t)
         t.add_done_callback(tasks.discard)
         return job
 
     @app.get("/jobs/{job_id}", response_model=JobStatus, responses=_NOT_FOUND)
-    async def get_job(job_id: str) -> Any:
-        """Progress and per-session outcome of a job."""
+    async def get_job(job_id: str, p: Admin) -> Any:
+        """Progress and per-session outcome of a job (of the caller's tenant). Admin only."""
         job = jobs.get(job_id)
-        if job is None:
+        if job is None or job_tenant.get(job_id) != p.tenant:
             raise HTTPException(404, f"job {job_id!r} not found")
         return job
 
     app.add_middleware(_CleanJSONBody)
     app.state.memory = memory
     app.state.jobs = jobs
+    app.state.keys = keys
     return app
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); names are not resolved."""
+    if host.strip().lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to a public interface
+
+
+class InsecureHost(ValueError):
+    """``serve`` was asked to listen beyond loopback while the store has no API key."""
+
+
+def check_host(host: str, has_keys: bool, insecure_no_auth: bool = False) -> None:
+    """Refuse a non-loopback ``host`` for a store without keys.
+
+    Raises:
+        InsecureHost: ``host`` is not loopback, ``has_keys`` is False and ``insecure_no_auth`` is not set.
+    """
+    if has_keys or insecure_no_auth or is_loopback(host):
+        return
+    raise InsecureHost(
+        f"--host: refusing to serve on {host!r} without authentication: the store has no API key, so anyone "
+        "who can reach this address could read and delete every user's memory. Create one first with "
+        "`promem-fast keys create --tenant NAME --admin --store DIR` (then send 'Authorization: Bearer KEY'), "
+        "or pass --insecure-no-auth to serve openly anyway.")
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, config: Optional[Config] = None, *,
           path: Optional[str] = None, store_config: Optional[StoreConfig] = None,
-          jobs_root: Optional[str] = None, log_level: str = "info") -> None:
-    """Run the memory service with uvicorn (blocking). ``path``: store directory (default in memory)."""
+          jobs_root: Optional[str] = None, log_level: str = "info", insecure_no_auth: bool = False) -> None:
+    """Run the memory service with uvicorn (blocking). ``path``: store directory (default in memory).
+
+    Raises:
+        InsecureHost: a non-loopback ``host`` while the store has no API key (see :func:`check_host`).
+    """
     import uvicorn
 
     memory = AsyncMemory(config or Config(), path=path, store_config=store_config)
+    try:
+        check_host(host, APIKeys(memory.store).any_exist(), insecure_no_auth)
+    except InsecureHost:
+        memory.store.close()
+        raise
+    if insecure_no_auth and not is_loopback(host):
+        logger.warning("serving on %s with --insecure-no-auth: every user's memory is open to any caller", host)
     app = create_app(memory, jobs_root=jobs_root, job_concurrency=(config or Config()).engine.concurrency)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

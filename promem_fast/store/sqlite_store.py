@@ -852,6 +852,20 @@ class SQLiteStore:
                     for p in self._index_paths(u):
                         p.unlink(missing_ok=True)
 
+    def owner(self, entry_id: str) -> Optional[str]:
+        """The user id owning ``entry_id`` (from its row, or its history once deleted); None if unknown."""
+        with self._lock:
+            r = self._conn.execute("SELECT user_id FROM entries WHERE id=?", (entry_id,)).fetchone()
+            if r is None:
+                r = self._conn.execute("SELECT user_id FROM history WHERE memory_id=? LIMIT 1", (entry_id,)).fetchone()
+        return r[0] if r else None
+
+    def user_ids(self, prefix: str = "") -> list[str]:
+        """Every user id ever written (the ``users`` table) starting with ``prefix``, sorted."""
+        with self._lock:
+            rows = self._conn.execute("SELECT user_id FROM users ORDER BY user_id").fetchall()
+        return [r[0] for r in rows if r[0].startswith(prefix)]
+
     def users(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute(
