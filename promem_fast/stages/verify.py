@@ -3,6 +3,11 @@
 1. Turn-level grounding: each entry goes to its most similar turn by embedding cosine
    (``cross_reference`` entries x turns); the entry's own source turn is preferred when
    its cosine is within ``SOURCE_PREFERENCE`` (90%) of the best turn's.
+1b. Screen (``pipeline.screen_entries``, :mod:`.screen`): before NLI, the entry's premise
+   becomes the user turn among its grounding and source turns that states most of it, and
+   filler, facts about the other speaker, entries stated by none of those turns (world
+   knowledge, invented, the other side's words), quoted lines and facts pinned on the wrong
+   person are discarded with their reason; atomic facts and revisions pass the same screen.
 2. NLI (premise = ``[date] Speaker (role): turn text``, hypothesis = entry, and also its main
    clause when a reason clause follows, see :func:`head_claim`). Entailment of both -> kept.
    An entry grounded to a non-user turn is checked against its most similar *user* turn
@@ -14,6 +19,10 @@
 4. The entry's text becomes the kept + revised atomic facts (status "revised",
    ``original_text`` kept); if every atomic fact was entailed the original text stays; if
    none survives the entry is discarded. Every verdict is recorded on the entry.
+
+A near-copy of its user turn (every content word there, outside quotes) is entailed without
+an NLI call (``pipeline.lexical_entailment``, ``by="lexical"``). After HV and the detail
+recovery, :func:`dedup_entries` drops near-duplicates (``pipeline.dedup``, ``tau_dup``).
 
 All calls are batched per step (one NLI call, one decomposition call, one NLI call, one
 adjudication call per session and pass), charged to stage "verify"; entries recovered from
