@@ -87,14 +87,14 @@ def test_labels_score_reviewed_precision(tmp_path):
     ({"session_id": "s", "memory": "", "label": "correct"}, "memory"),
 ])
 def test_labels_errors_name_the_field(tmp_path, row, field):
-    with pytest.raises(ValueError, match=f"labels.jsonl:1: field '{field}'"):
+    with pytest.raises(ValueError, match=f"labels.jsonl: line 1: field '{field}'"):
         load_labels(_write(tmp_path, [row]))
 
 
 def test_labels_conflict_is_an_error(tmp_path):
     p = _write(tmp_path, [{"session_id": "s", "memory": "m", "label": "correct"},
                           {"session_id": "s", "memory": "M", "label": "wrong"}])
-    with pytest.raises(ValueError, match=":2: memory labelled 'correct' before"):
+    with pytest.raises(ValueError, match="line 2: memory labelled 'correct' before"):
         load_labels(p)
 
 

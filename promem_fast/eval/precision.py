@@ -189,25 +189,21 @@ def load_labels(path: Path) -> dict[tuple[str, str], str]:
             :data:`LABELS`, or labels one memory twice differently; the message names the
             file, line and field.
     """
+    from ..io._common import iter_jsonl
+
     out: dict[tuple[str, str], str] = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, row in iter_jsonl(Path(path)):
         if not isinstance(row, dict):
-            raise ValueError(f"{path}:{n}: expected a JSON object")
+            raise ValueError(f"{path}: line {n}: expected a JSON object")
         for f in ("session_id", "memory", "label"):
             if not isinstance(row.get(f), str) or not row[f].strip():
-                raise ValueError(f"{path}:{n}: field {f!r} missing or empty")
+                raise ValueError(f"{path}: line {n}: field {f!r} missing or empty")
         label = row["label"].strip().lower()
         if label not in LABELS:
-            raise ValueError(f"{path}:{n}: field 'label' is {row['label']!r}; expected one of {', '.join(LABELS)}")
+            raise ValueError(f"{path}: line {n}: field 'label' is {row['label']!r}; expected one of {', '.join(LABELS)}")
         k = _key(row["session_id"], row["memory"])
         if out.get(k, label) != label:
-            raise ValueError(f"{path}:{n}: memory labelled {out[k]!r} before and {label!r} here")
+            raise ValueError(f"{path}: line {n}: memory labelled {out[k]!r} before and {label!r} here")
         out[k] = label
     return out
 

@@ -150,17 +150,12 @@ def export_store(store_dir: PathLike, out_path: PathLike, tenant: Optional[str] 
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: line {n} is not valid JSON ({e})") from None
-            if not isinstance(rec, dict) or not isinstance(rec.get("record"), str):
-                raise ValueError(f"{path}: line {n}: record: expected an object with a 'record' kind")
-            yield n, rec
+    from ..io._common import iter_jsonl
+
+    for n, rec in iter_jsonl(path):
+        if not isinstance(rec, dict) or not isinstance(rec.get("record"), str):
+            raise ValueError(f"{path}: line {n}: record: expected an object with a 'record' kind")
+        yield n, rec
 
 
 def import_store(in_path: PathLike, store_dir: PathLike, tenant: Optional[str] = None) -> dict[str, int]:
