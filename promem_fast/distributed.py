@@ -80,6 +80,10 @@ class RayOptions:
     calls_per_worker: batches one actor runs at once (>= 1): with batch_size, how many
         sessions are queued at a worker so that it never waits for the next batch.
     num_cpus: CPUs of a local Ray started by the job (None = all); ignored otherwise.
+    start_timeout_s: how long the job waits for all ``workers`` actors to start (models
+        loaded) before sending sessions, so that the work spreads over all of them (Ray
+        Data's ``wait_for_min_actors_s``); Ray raises GetTimeoutError when the cluster
+        cannot place them in time. <= 0: start at once, actors join as they come up.
     """
 
     address: Optional[str] = None
@@ -89,6 +93,7 @@ class RayOptions:
     batch_size: Optional[int] = None
     calls_per_worker: int = 4
     num_cpus: Optional[int] = None
+    start_timeout_s: float = 1800.0
 
     def validate(self, config: Config) -> None:
         """Raise ValueError naming the field when an option is out of range or inconsistent
@@ -410,8 +415,14 @@ def run_bulk_ray(
             from ray.data import DataContext
 
             ctx = DataContext.get_current()
+            saved = (ctx.enable_progress_bars, ctx.wait_for_min_actors_s, ctx.execution_options.actor_locality_enabled)
             if not progress:
                 ctx.enable_progress_bars = False
+            if options.start_timeout_s > 0:
+                ctx.wait_for_min_actors_s = max(1, int(options.start_timeout_s))
+            # Session rows are small: spread them over every worker rather than to the
+            # actors on the node that holds the input blocks (the driver's).
+            ctx.execution_options.actor_locality_enabled = False
             batch = options.batch(concurrency)
             ds = sessions_dataset([s for _, s in todo], [i for i, _ in todo], batch_size=batch)
             results = extract_dataset(ds, config, concurrency, options, scripted_latency_s)
@@ -447,6 +458,8 @@ def run_bulk_ray(
                     )
             finally:
                 bar.close()
+                ctx.enable_progress_bars, ctx.wait_for_min_actors_s = saved[0], saved[1]
+                ctx.execution_options.actor_locality_enabled = saved[2]
             report.seconds = time.perf_counter() - t0
             missing = wanted - done
             if missing:  # Ray finished without them: never silently lost
