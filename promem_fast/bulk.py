@@ -85,7 +85,8 @@ class BulkReport:
     total: sessions in the input (after de-duplication of ids); skipped: already done (or
     failed and not retried) before this run; ok / failed: finished in this run;
     tokens: prompt + completion tokens spent in this run; seconds: wall time of this run.
-    ray: ``--engine ray`` only, ``{"workers": N, "sessions_per_node": {node_id: n}}`` of this run.
+    ray: ``--engine ray`` only, of this run: ``{"workers": N, "sessions_per_node": {node_id: n},
+    "workers_ready_s": seconds until the workers' services were built}``.
     failures: ``{session_id: error}`` of every session failed in the database now, from this
     run or an earlier one (``failed_total`` in :meth:`as_dict`).
     """

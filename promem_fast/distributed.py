@@ -51,7 +51,8 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'promem-fast[distributed]'"
 KILL_ENV = "PROMEM_FAST_WORKER_KILL_AT"
-RESULT_COLUMNS = ("session_id", "ordinal", "graph_json", "error", "tokens", "llm_calls", "seconds", "node_id", "pid")
+RESULT_COLUMNS = ("session_id", "ordinal", "graph_json", "error", "tokens", "llm_calls", "seconds", "node_id", "pid",
+                  "ready_at")
 
 
 def require_ray() -> Any:
@@ -162,7 +163,7 @@ class BulkWorker:
     (``Session`` JSON) of equal length; returns the columns of :data:`RESULT_COLUMNS`, one
     row per session: ``graph_json`` ("" when it failed), ``error`` ("" when it did not),
     prompt + completion ``tokens``, ``llm_calls``, ``seconds``, the Ray ``node_id`` and
-    ``pid`` of the worker. A session that raises, or whose JSON does not parse, is a row
+    ``pid`` of the worker and ``ready_at`` (epoch seconds its services were built). A session that raises, or whose JSON does not parse, is a row
     with its error; the call itself raises only if the worker is broken.
     """
 
@@ -189,6 +190,7 @@ class BulkWorker:
         self._sem: Optional[asyncio.Semaphore] = None
         self.node_id = _node_id()
         self.pid = os.getpid()
+        self.ready_at = time.time()  # epoch seconds when this worker could take sessions
 
     async def _extract(self, sessions: list[Session]) -> list[Any]:
         from .engine.scheduler import run_sessions
@@ -238,7 +240,7 @@ class BulkWorker:
              calls: int, seconds: float) -> dict[str, Any]:
         return {"session_id": sid, "ordinal": ordinal, "graph_json": graph_json or "", "error": error or "",
                 "tokens": int(tokens), "llm_calls": int(calls), "seconds": float(seconds),
-                "node_id": self.node_id, "pid": self.pid}
+                "node_id": self.node_id, "pid": self.pid, "ready_at": self.ready_at}
 
     def close(self) -> None:
         """Stop the worker's event loop and close an LLM backend that has ``close`` (vLLM)."""
@@ -430,8 +432,9 @@ def run_bulk_ray(
             wanted = set(by_ordinal.values())
             done: set[str] = set()
             nodes: Counter = Counter()
+            ready: dict[int, float] = {}
             committer = _Committer(conn, key)
-            t0 = time.perf_counter()
+            t0, t0_epoch = time.perf_counter(), time.time()
             bar = tqdm(total=len(todo), unit="session", disable=not progress, dynamic_ncols=True)
             try:
                 for row in results.iter_rows():
@@ -445,6 +448,7 @@ def run_bulk_ray(
                                                           int(row["llm_calls"]), float(row["seconds"]))
                     done.add(sid)
                     nodes[str(row["node_id"])] += 1
+                    ready.setdefault(int(row["pid"]), float(row["ready_at"]))
                     if graph is not None:
                         report.ok += 1
                     else:
@@ -465,7 +469,9 @@ def run_bulk_ray(
             if missing:  # Ray finished without them: never silently lost
                 raise RuntimeError(f"Ray returned no result for {len(missing)} session(s), e.g. {sorted(missing)[:3]}; "
                                    "run the same command again to resume")
-            report.ray = {"workers": options.workers, "sessions_per_node": dict(sorted(nodes.items()))}
+            starts = sorted(ready.values())[: options.workers]
+            report.ray = {"workers": options.workers, "sessions_per_node": dict(sorted(nodes.items())),
+                          "workers_ready_s": round(max(starts) - t0_epoch, 3) if starts else None}
         report.failures = dict(
             conn.execute("SELECT session_id, error FROM sessions WHERE status='failed' ORDER BY ordinal")
         )
