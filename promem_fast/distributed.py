@@ -346,6 +346,68 @@ def extract_dataset(ds: Any, config: Config, concurrency: int = 1, options: Opti
 # -- the bulk job -------------------------------------------------------------------
 
 
+class _RowPump:
+    """Runs a result Dataset on the cluster and hands its rows out in chunks: the driver's
+    stream under Ray Client (``ray://``), which runs neither Ray Data's executor nor
+    streaming generators on the client side (Ray 2.60)."""
+
+    def __init__(self, ds: Any, settings: dict[str, Any]):
+        import queue
+
+        from ray.data import DataContext
+
+        ctx = DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.wait_for_min_actors_s = settings["wait_for_min_actors_s"]
+        ctx.execution_options.actor_locality_enabled = False
+        self._q: "queue.Queue" = queue.Queue()
+        self._done = False
+        self._err: Optional[str] = None
+        threading.Thread(target=self._run, args=(ds,), daemon=True).start()
+
+    def _run(self, ds: Any) -> None:
+        try:
+            for r in ds.iter_rows():
+                self._q.put({c: (r[c].item() if hasattr(r[c], "item") else r[c]) for c in RESULT_COLUMNS})
+        except BaseException as e:  # noqa: BLE001 - reported to the driver
+            self._err = f"{type(e).__name__}: {e}"
+        finally:
+            self._done = True
+
+    def take(self, n: int, wait_s: float) -> tuple[list[dict], bool, Optional[str]]:
+        """Up to ``n`` rows (waiting up to ``wait_s`` for the first), whether all rows are out, the error."""
+        import queue
+
+        done = self._done  # read first: rows queued before it was set are in the queue
+        rows = []
+        try:
+            rows.append(self._q.get(timeout=wait_s))
+            while len(rows) < n:
+                rows.append(self._q.get_nowait())
+        except queue.Empty:
+            pass
+        return rows, done and self._q.empty(), self._err
+
+
+def _iter_rows(results: Any, client: bool, wait_for_min_actors_s: int) -> Any:
+    """Result rows as they arrive: ``iter_rows`` here, or through a :class:`_RowPump` actor under Ray Client."""
+    if not client:
+        yield from results.iter_rows()
+        return
+    ray = require_ray()
+    pump = ray.remote(num_cpus=0)(_RowPump).remote(results, {"wait_for_min_actors_s": wait_for_min_actors_s})
+    try:
+        while True:
+            rows, done, err = ray.get(pump.take.remote(256, 1.0))
+            yield from rows
+            if err:
+                raise RuntimeError(f"Ray Data job failed on the cluster: {err}")
+            if done:
+                return
+    finally:
+        ray.kill(pump)
+
+
 def _init_ray(options: RayOptions, progress: bool) -> bool:
     """Connect to (or start) Ray unless this process already is; True when we did."""
     ray = require_ray()
@@ -437,7 +499,8 @@ def run_bulk_ray(
             t0, t0_epoch = time.perf_counter(), time.time()
             bar = tqdm(total=len(todo), unit="session", disable=not progress, dynamic_ncols=True)
             try:
-                for row in results.iter_rows():
+                client = str(options.address or os.environ.get("RAY_ADDRESS", "")).startswith("ray://")
+                for row in _iter_rows(results, client, ctx.wait_for_min_actors_s):
                     sid = by_ordinal.get(int(row["ordinal"]), str(row["session_id"]))
                     if sid in done or sid not in wanted:  # a retried task delivered it again
                         logger.warning("ignoring a second result for session %r", sid)
