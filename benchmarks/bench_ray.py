@@ -103,7 +103,7 @@ def main(argv=None) -> int:
 
             if not ray.is_initialized():
                 t = time.perf_counter()
-                ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
                 ray_init_s = round(time.perf_counter() - t, 3)
             kw = {"engine": "ray", "ray": RayOptions(workers=workers, cpus_per_worker=1)}
         with tempfile.TemporaryDirectory(prefix=f"bench_ray_{name}_") as tmp:

@@ -69,9 +69,10 @@ def require_ray() -> Any:
 class RayOptions:
     """Where and how wide the Ray job runs.
 
-    address: cluster to join: "auto" (a ``ray start`` cluster on this node), "ray://HOST:PORT"
-        (Ray Client), None = ``$RAY_ADDRESS``, else a local Ray started (and stopped) by
-        the job. Ignored when Ray is already initialised in this process.
+    address: cluster to join: "auto" (a ``ray start`` cluster on this node), "HOST:PORT" (its
+        GCS), "ray://HOST:PORT" (Ray Client); None = ``$RAY_ADDRESS``, else a new local Ray
+        started (and stopped) by the job. Ignored when Ray is already initialised in this
+        process.
     workers: worker actors (>= 1), each with its own services (one model per worker).
     gpus_per_worker: GPUs per actor (>= 0); None = ``llm.vllm.tensor_parallel_size`` (1 if
         unset) for the vllm backend, else 0.
@@ -413,10 +414,15 @@ def _init_ray(options: RayOptions, progress: bool) -> bool:
     ray = require_ray()
     if ray.is_initialized():
         return False
-    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
-    if options.address is None and options.num_cpus is not None and not os.environ.get("RAY_ADDRESS"):
-        kw["num_cpus"] = options.num_cpus
-    ray.init(address=options.address, **kw)
+    address = options.address
+    kw: dict[str, Any] = {"log_to_driver": True}
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # "local": a new Ray for this job, never a stale `ray start` cluster found on the node
+        address = "local"
+        kw["include_dashboard"] = False
+        if options.num_cpus is not None:
+            kw["num_cpus"] = options.num_cpus
+    ray.init(address=address, **kw)
     return True
 
 

@@ -141,7 +141,7 @@ needs_ray = pytest.mark.skipif(ray is None, reason="needs Ray: pip install 'prom
 def ray_local():
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
