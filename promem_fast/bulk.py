@@ -1,6 +1,8 @@
 """Bulk extraction over thousands of sessions, resumable after a crash at any moment.
 
-``promem-fast bulk INPUT... --out DIR [--format F] [--concurrency N] [--retry-failed]``
+``promem-fast bulk INPUT... --out DIR [--format F] [--concurrency N] [--retry-failed]
+[--engine local|ray ...]``; ``--engine ray`` runs the sessions on Ray Data workers
+(:mod:`promem_fast.distributed`, docs/distributed.md) with the same storage and resume rules.
 
 Storage: SQLite in WAL mode, ``DIR/bulk.sqlite``, one transaction per finished session,
 then an export ``DIR/graphs.jsonl`` (ok sessions, input order) and ``DIR/failed.jsonl``.

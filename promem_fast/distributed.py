@@ -409,6 +409,16 @@ def _iter_rows(results: Any, client: bool, wait_for_min_actors_s: int) -> Any:
         ray.kill(pump)
 
 
+def _is_ray_client() -> bool:
+    """Whether this process talks to Ray through Ray Client (``ray://``)."""
+    try:
+        from ray.util.client import ray as client_ray
+
+        return bool(client_ray.is_connected())
+    except Exception:  # noqa: BLE001 - no client support installed
+        return False
+
+
 def _init_ray(options: RayOptions, progress: bool) -> bool:
     """Connect to (or start) Ray unless this process already is; True when we did."""
     ray = require_ray()
@@ -505,7 +515,7 @@ def run_bulk_ray(
             t0, t0_epoch = time.perf_counter(), time.time()
             bar = tqdm(total=len(todo), unit="session", disable=not progress, dynamic_ncols=True)
             try:
-                client = str(options.address or os.environ.get("RAY_ADDRESS", "")).startswith("ray://")
+                client = _is_ray_client()
                 for row in _iter_rows(results, client, ctx.wait_for_min_actors_s):
                     sid = by_ordinal.get(int(row["ordinal"]), str(row["session_id"]))
                     if sid in done or sid not in wanted:  # a retried task delivered it again
