@@ -1,6 +1,8 @@
 """Bulk extraction over thousands of sessions, resumable after a crash at any moment.
 
-``promem-fast bulk INPUT... --out DIR [--format F] [--concurrency N] [--retry-failed]``
+``promem-fast bulk INPUT... --out DIR [--format F] [--concurrency N] [--retry-failed]
+[--engine local|ray ...]``; ``--engine ray`` runs the sessions on Ray Data workers
+(:mod:`promem_fast.distributed`, docs/distributed.md) with the same storage and resume rules.
 
 Storage: SQLite in WAL mode, ``DIR/bulk.sqlite``, one transaction per finished session,
 then an export ``DIR/graphs.jsonl`` (ok sessions, input order) and ``DIR/failed.jsonl``.
@@ -85,6 +87,8 @@ class BulkReport:
     total: sessions in the input (after de-duplication of ids); skipped: already done (or
     failed and not retried) before this run; ok / failed: finished in this run;
     tokens: prompt + completion tokens spent in this run; seconds: wall time of this run.
+    ray: ``--engine ray`` only, of this run: ``{"workers": N, "sessions_per_node": {node_id: n},
+    "workers_ready_s": seconds until the workers' services were built}``.
     failures: ``{session_id: error}`` of every session failed in the database now, from this
     run or an earlier one (``failed_total`` in :meth:`as_dict`).
     """
@@ -97,13 +101,17 @@ class BulkReport:
     tokens: int = 0
     seconds: float = 0.0
     failures: dict[str, str] = field(default_factory=dict)
+    ray: Optional[dict[str, Any]] = None  # --engine ray only: workers and sessions per node
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "out_dir": self.out_dir, "total": self.total, "skipped": self.skipped, "ok": self.ok,
             "failed": self.failed, "tokens": self.tokens, "seconds": round(self.seconds, 3),
             "failed_total": len(self.failures), "failures": self.failures,
         }
+        if self.ray is not None:
+            d["ray"] = self.ray
+        return d
 
 
 # -- storage ------------------------------------------------------------------------
@@ -151,10 +159,17 @@ class _Committer:
         g = res.graph
         tokens = (g.stats.prompt_tokens + g.stats.completion_tokens) if g is not None else 0
         calls = g.stats.llm_calls if g is not None else 0
+        return self.commit_row(res.session_id, ordinal, g.to_json(indent=None) if g is not None else None,
+                               res.error, tokens, calls, res.seconds)
+
+    def commit_row(self, session_id: str, ordinal: int, graph_json: Optional[str], error: Optional[str],
+                   tokens: int, llm_calls: int, seconds: float) -> int:
+        """Store one finished session (ok when ``graph_json`` is set, else failed with
+        ``error``) in one transaction; returns ``tokens``."""
         row = (
-            res.session_id, self.input_key, ordinal, "ok" if g is not None else "failed",
-            g.to_json(indent=None) if g is not None else None, res.error, tokens, calls,
-            float(res.seconds), datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            session_id, self.input_key, int(ordinal), "ok" if graph_json is not None else "failed",
+            graph_json, error, int(tokens), int(llm_calls),
+            float(seconds), datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         self._maybe_crash("before")
         self.conn.execute("BEGIN IMMEDIATE")
@@ -174,7 +189,7 @@ class _Committer:
             raise
         self._maybe_crash("after")
         self.commits += 1
-        return tokens
+        return int(tokens)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -304,6 +319,18 @@ def load_inputs(
     return out
 
 
+def pending_sessions(
+    conn: sqlite3.Connection, sessions: Sequence[Session], retry_failed: bool
+) -> list[tuple[int, Session]]:
+    """(input ordinal, session) of each session not yet recorded in ``conn`` (and of each
+    recorded as failed when ``retry_failed``), in input order."""
+    status = dict(conn.execute("SELECT session_id, status FROM sessions"))
+    return [
+        (i, s) for i, s in enumerate(sessions)
+        if status.get(s.session_id) is None or (retry_failed and status[s.session_id] == "failed")
+    ]
+
+
 async def arun_bulk(
     inputs: Sequence[Union[str, Path]],
     out_dir: Union[str, Path],
@@ -332,11 +359,7 @@ async def arun_bulk(
         _check_job(conn, key, desc, out)
         sessions = list(sessions_list) if sessions_list is not None else load_inputs(inputs, fmt, **loader_kwargs)
         report.total = len(sessions)
-        status = dict(conn.execute("SELECT session_id, status FROM sessions"))
-        todo = [
-            (i, s) for i, s in enumerate(sessions)
-            if status.get(s.session_id) is None or (retry_failed and status[s.session_id] == "failed")
-        ]
+        todo = pending_sessions(conn, sessions, retry_failed)
         report.skipped = report.total - len(todo)
         logger.info("bulk %s: %d sessions, %d to do, %d skipped", out, report.total, len(todo), report.skipped)
         if todo:
@@ -401,6 +424,9 @@ def run_bulk(
     concurrency: int = 1,
     config: Optional[Config] = None,
     retry_failed: bool = False,
+    *,
+    engine: str = "local",
+    ray: Any = None,
     **kwargs: Any,
 ) -> BulkReport:
     """Extract every session of ``inputs`` into ``out_dir``, resuming what is already there.
@@ -412,6 +438,10 @@ def run_bulk(
         concurrency: sessions in flight; 1 = the sequential engine, > 1 = batched services.
         config: Config (default Config()).
         retry_failed: redo sessions recorded as failed.
+        engine: "local" (this process) or "ray" (Ray Data workers, :mod:`promem_fast.distributed`;
+            needs the ``distributed`` extra).
+        ray: ``engine="ray"``: a :class:`promem_fast.distributed.RayOptions` (address, workers,
+            GPUs per worker, ...); None = RayOptions().
         kwargs: ``services=`` / ``extractor=`` (an object with ``aextract`` or an async
             callable) to inject backends, ``progress=``, ``export=``, ``scripted_latency_s=``,
             ``sessions_list=`` (pre-loaded sessions; the key still comes from ``inputs``), and
@@ -419,8 +449,15 @@ def run_bulk(
 
     Returns:
         BulkReport. Raises BulkJobMismatch when ``out_dir`` holds another job; input errors
-        (FileNotFoundError, ValueError) propagate before any session runs.
+        (FileNotFoundError, ValueError) propagate before any session runs; ValueError for an
+        unknown ``engine``; ImportError (with the pip command) for ``engine="ray"`` without Ray.
     """
+    if engine == "ray":
+        from .distributed import run_bulk_ray
+
+        return run_bulk_ray(inputs, out_dir, fmt, concurrency, config, retry_failed, options=ray, **kwargs)
+    if engine != "local":
+        raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
     return asyncio.run(arun_bulk(inputs, out_dir, fmt, concurrency, config, retry_failed, **kwargs))
 
 
@@ -446,6 +483,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-ms", type=float, default=0.0, help="scripted LLM: latency per call (ms)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--export-only", action="store_true", help="only rewrite graphs.jsonl / failed.jsonl")
+    add_engine_arguments(p)
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v:g}")
+    return v
+
+
+def _pos_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """``--engine local|ray`` and the Ray options (shared by ``promem-fast bulk`` and
+    ``python -m promem_fast.bulk``)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: this process (default); ray: Ray Data workers (pip install 'promem-fast[distributed]')")
+    g.add_argument("--address", default=None,
+                   help="ray: cluster to join (auto | ray://HOST:PORT); default: $RAY_ADDRESS, else a local Ray")
+    g.add_argument("--workers", type=_pos_int, default=1, help="ray: worker actors, each with its own services")
+    g.add_argument("--gpus-per-worker", type=_nonneg_float, default=None,
+                   help="ray: GPUs per worker (default: llm.vllm.tensor_parallel_size for vllm, else 0)")
+    g.add_argument("--cpus-per-worker", type=_nonneg_float, default=1.0, help="ray: CPUs per worker (default 1)")
+    g.add_argument("--batch-size", type=_pos_int, default=None,
+                   help="ray: sessions per map_batches call (default: half of --concurrency, at least 1)")
+
+
+def ray_options_from_args(args: argparse.Namespace) -> Any:
+    """:class:`promem_fast.distributed.RayOptions` from the parsed engine arguments."""
+    from .distributed import RayOptions
+
+    return RayOptions(address=args.address, workers=args.workers, gpus_per_worker=args.gpus_per_worker,
+                      cpus_per_worker=args.cpus_per_worker, batch_size=args.batch_size)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -497,6 +579,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         args.inputs, args.out, args.format, args.concurrency, config_from_args(args), args.retry_failed,
         progress=not args.no_progress, scripted_latency_s=args.latency_ms / 1000.0,
         sample=args.sample, sessions=args.sessions, user_speaker=args.user_speaker,
+        engine=args.engine, ray=ray_options_from_args(args) if args.engine == "ray" else None,
     )
 
 

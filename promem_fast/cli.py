@@ -294,12 +294,13 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_bulk(args: argparse.Namespace) -> int:
-    from .bulk import bulk_command
+    from .bulk import bulk_command, ray_options_from_args
 
     cfg = build_config(args)
     return bulk_command(
         args.inputs, args.out, fmt=args.format, concurrency=cfg.engine.concurrency, config=cfg,
         retry_failed=args.retry_failed, sample=args.sample, sessions=args.sessions, user_speaker=args.user_speaker,
+        engine=args.engine, ray=ray_options_from_args(args) if args.engine == "ray" else None,
     )
 
 
@@ -429,6 +430,9 @@ def make_parser() -> argparse.ArgumentParser:
     _add_input_args(b)
     _add_pipeline_args(b)
     _add_model_args(b)
+    from .bulk import add_engine_arguments
+
+    add_engine_arguments(b)
     b.set_defaults(func=cmd_bulk)
 
     s = sub.add_parser("serve", help="HTTP memory service (FastAPI)")

@@ -16,6 +16,38 @@ class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class VLLMEngineConfig(_Cfg):
+    """vllm backend: engine arguments of the in-process ``AsyncLLM`` (``AsyncEngineArgs``).
+
+    None = vLLM's own default (the argument is not passed). Explicit ``engine_args`` given
+    to the backend override these, except prefix caching (this field decides).
+    """
+
+    tensor_parallel_size: Optional[int] = Field(
+        default=None, ge=1, description="GPUs one model is split over (tensor parallelism); None = 1."
+    )
+    gpu_memory_utilization: Optional[float] = Field(
+        default=None, gt=0.0, le=1.0, description="Fraction of each GPU's memory vLLM may use; None = vLLM's 0.9."
+    )
+    enable_prefix_caching: bool = Field(
+        default=True,
+        description="Automatic prefix caching: the prompts of a session share the dialogue prefix, so keep it on.",
+    )
+    max_model_len: Optional[int] = Field(
+        default=None, ge=1, description="Context length (prompt + completion tokens); None = the model's."
+    )
+    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="Sequences decoded at once; None = vLLM's.")
+    distributed_executor_backend: Optional[Literal["mp", "ray", "uni"]] = Field(
+        default=None,
+        description="How vLLM runs tensor-parallel ranks. None = vLLM's choice, except in a promem_fast Ray "
+        "worker with tensor_parallel_size > 1, where it is 'mp' (processes on the worker's own GPUs).",
+    )
+
+    def engine_args(self) -> dict:
+        """The set fields as ``AsyncEngineArgs`` keywords (None fields left out)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class LLMConfig(_Cfg):
     """Which LLM serves the prompts, and how."""
 
@@ -36,6 +68,7 @@ class LLMConfig(_Cfg):
     max_retries: int = Field(default=4, description="openai: retries on 429 / 5xx / timeouts, with backoff.")
     seed: int = Field(default=0, description="Sampling seed where the backend takes one.")
     json_retries: int = Field(default=1, description="Retries after an invalid or truncated JSON output.")
+    vllm: VLLMEngineConfig = Field(default_factory=VLLMEngineConfig, description="vllm: engine arguments.")
 
 
 class NLIConfig(_Cfg):

@@ -50,11 +50,14 @@ class VLLMLLM:
     Args:
         cfg: :class:`~promem_fast.config.LLMConfig`. Used fields: ``model`` (hub id or
             local directory; required), ``seed`` (engine seed and per-request sampling
-            seed).
+            seed), ``vllm`` (:class:`~promem_fast.config.VLLMEngineConfig`: tensor parallel
+            size, GPU memory fraction, prefix caching, max model length, ...; unset fields
+            are not passed).
         cache_dir: unused (vLLM keeps its own caches).
         engine_args: extra ``AsyncEngineArgs`` keywords (``max_model_len``,
             ``gpu_memory_utilization``, ``max_num_seqs``, ``tensor_parallel_size``, ...);
-            they override the defaults, except ``enable_prefix_caching`` which stays on.
+            they override ``cfg.vllm``, except ``enable_prefix_caching``, which
+            ``cfg.vllm.enable_prefix_caching`` decides (on by default).
 
     Raises:
         ImportError: vLLM is not installed (message gives the pip command).
@@ -83,11 +86,16 @@ class VLLMLLM:
         self._SamplingParams = SamplingParams
         self._StructuredOutputsParams = StructuredOutputsParams
         self._final_only = RequestOutputKind.FINAL_ONLY
+        vcfg = getattr(cfg, "vllm", None)
+        prefix = vcfg.enable_prefix_caching if vcfg is not None else True
         args: dict[str, Any] = {"model": self.model_name, "seed": cfg.seed}
+        if vcfg is not None:
+            args.update({k: v for k, v in vcfg.engine_args().items() if k != "enable_prefix_caching"})
         args.update(engine_args or {})
-        if args.get("enable_prefix_caching") is False:
-            log.warning("vllm backend: enable_prefix_caching=False overridden; prompts of a session share a prefix")
-        args["enable_prefix_caching"] = True
+        if args.get("enable_prefix_caching", prefix) != prefix:
+            log.warning("vllm backend: engine_args enable_prefix_caching=%s overridden by LLMConfig.vllm (%s)",
+                        args["enable_prefix_caching"], prefix)
+        args["enable_prefix_caching"] = prefix
         self.engine_args = args
         self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
         self._tokenizer: Any = None
