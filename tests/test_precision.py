@@ -81,6 +81,18 @@ def test_labels_score_reviewed_precision(tmp_path):
                  "reviewed_precision": 0.25, "correct_per_session": 0.5}
 
 
+def test_a_variants_second_memory_of_a_reviewed_fact_is_a_duplicate(tmp_path):
+    labels = load_labels(_write(tmp_path, [
+        {"session_id": "s1", "memory": "Alice owns a dog named Max.", "label": "correct", "fact": "dog Max"},
+        {"session_id": "s1", "memory": "Alice has a dog, Max.", "label": "correct", "fact": "Dog  max"},
+        {"session_id": "s1", "memory": "Alice works at Acme.", "label": "correct", "fact": "job"},
+    ]))
+    a = SessionMemories("s1", ["Alice owns a dog named Max.", "Alice works at Acme.", "Alice has a dog, Max."])
+    b = SessionMemories("s1", ["Alice has a dog, Max."])  # another variant: its only statement of the fact
+    assert (score_labels([a], labels)["correct"], score_labels([a], labels)["duplicate"]) == (2, 1)
+    assert (score_labels([b], labels)["correct"], score_labels([b], labels)["duplicate"]) == (1, 0)
+
+
 @pytest.mark.parametrize("row,field", [
     ({"memory": "m", "label": "correct"}, "session_id"),
     ({"session_id": "s", "memory": "m", "label": "great"}, "label"),

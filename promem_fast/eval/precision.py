@@ -179,10 +179,22 @@ def _key(session_id: str, memory: str) -> tuple[str, str]:
     return str(session_id), " ".join(str(memory).split()).casefold()
 
 
-def load_labels(path: Path) -> dict[tuple[str, str], str]:
-    """Read a labels file: JSON Lines of ``{"session_id", "memory", "label"}``.
+class Labels(dict):
+    """(session id, normalised memory) -> label, with ``facts``: the same keys -> the
+    reviewer's name of the fact a correct memory states (optional ``"fact"`` field), so that
+    one variant's second memory of a fact counts as a duplicate (:func:`score_labels`)
+    while the reviewer stays blind to which variant wrote which memory."""
 
-    Returns (session id, whitespace-normalised case-folded memory) -> label.
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, **kw)
+        self.facts: dict[tuple[str, str], str] = {}
+
+
+def load_labels(path: Path) -> Labels:
+    """Read a labels file: JSON Lines of ``{"session_id", "memory", "label"[, "fact"]}``.
+
+    Returns :class:`Labels`: (session id, whitespace-normalised case-folded memory) -> label,
+    and ``.facts`` for the lines with a non-empty ``fact``.
 
     Raises:
         ValueError: a line is not a JSON object, lacks a field, has a label outside
@@ -191,7 +203,7 @@ def load_labels(path: Path) -> dict[tuple[str, str], str]:
     """
     from ..io._common import iter_jsonl
 
-    out: dict[tuple[str, str], str] = {}
+    out = Labels()
     for n, row in iter_jsonl(Path(path)):
         if not isinstance(row, dict):
             raise ValueError(f"{path}: line {n}: expected a JSON object")
@@ -205,6 +217,9 @@ def load_labels(path: Path) -> dict[tuple[str, str], str]:
         if out.get(k, label) != label:
             raise ValueError(f"{path}: line {n}: memory labelled {out[k]!r} before and {label!r} here")
         out[k] = label
+        fact = row.get("fact")
+        if isinstance(fact, str) and fact.strip():
+            out.facts[k] = " ".join(fact.split()).casefold()
     return out
 
 
@@ -214,12 +229,15 @@ def score_labels(sessions: Sequence[SessionMemories], labels: Mapping[tuple[str,
     Returns ``{"labelled", "unlabelled", "correct", "filler", "wrong", "duplicate",
     "reviewed_precision" (correct / labelled), "correct_per_session"}``. A memory text that
     occurs twice in one session is one memory labelled once: its second occurrence counts
-    as ``duplicate`` whatever its label.
+    as ``duplicate`` whatever its label; so does a correct memory whose reviewer's fact
+    (``labels.facts``) an earlier memory of the same session and variant already stated.
     """
+    facts = getattr(labels, "facts", {})
     counts = {lab: 0 for lab in LABELS}
     unlabelled = 0
     for s in sessions:
         seen: set[tuple[str, str]] = set()
+        stated: set[str] = set()
         for m in s.memories:
             k = _key(s.session_id, m)
             if k in seen:
@@ -229,8 +247,13 @@ def score_labels(sessions: Sequence[SessionMemories], labels: Mapping[tuple[str,
             lab = labels.get(k)
             if lab is None:
                 unlabelled += 1
-            else:
-                counts[lab] += 1
+                continue
+            fact = facts.get(k)
+            if lab == "correct" and fact is not None:
+                if fact in stated:
+                    lab = "duplicate"
+                stated.add(fact)
+            counts[lab] += 1
     n = sum(counts.values())
     return {"labelled": n, "unlabelled": unlabelled, **counts,
             "reviewed_precision": counts["correct"] / n if n else None,
