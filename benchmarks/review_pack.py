@@ -29,10 +29,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--locomo", default="conv-26:1-3,conv-30:1-2")
+    ap.add_argument("--exclude", type=Path, action="append", default=[],
+                    help="a labels file whose memories are not packed again (label in batches)")
     args = ap.parse_args()
     from bench_precision import load_slice, parse_picks
     from promem_fast.schema import MemoryGraph
 
+    from promem_fast.eval.precision import load_labels
+
+    done: set = set()
+    for f in args.exclude:
+        done |= set(load_labels(f))
     rows: dict[tuple[str, str], dict] = {}
     sids: set[str] = set()
     for run in args.runs:
@@ -44,6 +51,8 @@ def main() -> int:
                 sids.add(g.session_id)
                 for e in g.events:
                     key = (g.session_id, " ".join(e.text.split()).casefold())
+                    if key in done:
+                        continue
                     rows.setdefault(key, {"session_id": g.session_id, "memory": e.text, "label": ""})
     items = sorted(rows.values(), key=lambda r: (r["session_id"], r["memory"]))
     random.Random(args.seed).shuffle(items)
@@ -52,8 +61,9 @@ def main() -> int:
                                               encoding="utf-8")
     sessions = load_slice("halumem", args.data) + load_slice("locomo", args.data, parse_picks(args.locomo))
     md = []
+    packed = {r["session_id"] for r in items}
     for s in sessions:
-        if s.session_id not in sids:
+        if s.session_id not in packed:
             continue
         md.append(f"## {s.session_id}\n\nThe user is **{s.user_name}**; every other speaker is not the user.\n")
         for t in s.turns:
