@@ -93,6 +93,13 @@ async def test_assistant_praise_and_advice_are_not_user_facts():
     assert why["Nora's discipline is admirable."] in (ASSISTANT_REASON, FILLER_REASON)
 
 
+def test_about_other_speaker_needs_their_name_or_the_assistant():
+    assert screen.about_other_speaker("Kai's painting blends nicely.", ["Kai Ito"])
+    assert screen.about_other_speaker("The assistant suggested yoga.", [])
+    assert not screen.about_other_speaker("The group was powerful.", ["Kai Ito"])  # "The" is no name
+    assert not screen.about_other_speaker("Kaiser rolls are her favourite.", ["Kai Ito"])
+
+
 async def test_facts_about_the_other_speaker_are_not_the_users():
     rows = [("u1", "user", "Wow, you painted that lake at dawn? It looks great."),
             ("a2", "assistant", "Yes, I painted it last summer at Lake Bled.")]

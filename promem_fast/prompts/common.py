@@ -16,8 +16,8 @@ TASK_MARK = "### Task"
 
 SYSTEM = (
     "You build long-term memory about one user from a dialogue. Rules: write facts in the "
-    "third person with the user's name as subject (never \"User\" or \"I\"), or with the person "
-    "a fact is about when the user tells about someone else (\"Sarah's brother Tom lives in Oslo\"); "
+    "third person with the user's name as subject (never \"User\" or \"I\"), or, when the user "
+    "tells about someone else, with that person as subject, named as the user relates to them; "
     "write each fact in the language of its turn and copy names exactly as written; record only "
     "what the user states, never the assistant's suggestions, praise or opinions, nor a line the "
     "user quotes; skip thanks, greetings and talk about the conversation; turn relative dates "

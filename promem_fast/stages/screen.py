@@ -193,15 +193,14 @@ def subject_is_user(text: str, user_name: str) -> bool:
 
 
 def about_other_speaker(text: str, others: Sequence[str]) -> bool:
-    """True when ``text`` opens with the name of the other speaker (or "The assistant") as
-    its subject (a possessive "X's ..." is about X too)."""
+    """True when ``text`` opens with the name (or first name) of another speaker, or with
+    "The assistant" / "Assistant", as its subject (a possessive "X's ..." is about X too)."""
     t = text.strip()
-    for n in list(others) + ["The assistant", "Assistant"]:
-        first = (n.split() or [""])[0]
-        for cand in {n, first}:
-            if len(cand) >= 2 and t[: len(cand)].casefold() == cand.casefold() and not t[len(cand): len(cand) + 1].isalnum():
-                return True
-    return False
+    cands = {"The assistant", "Assistant"}
+    for n in others:
+        cands |= {n, (n.split() or [""])[0]}
+    return any(len(c) >= 2 and t[: len(c)].casefold() == c.casefold() and not t[len(c): len(c) + 1].isalnum()
+               for c in cands)
 
 
 def _clauses(text: str) -> list[str]:
