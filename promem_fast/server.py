@@ -679,6 +679,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, config: Optional[Config] = 
     """
     import uvicorn
 
+    if not (insecure_no_auth or is_loopback(host)) and not (path and (Path(path) / "memory.db").is_file()):
+        check_host(host, False, insecure_no_auth)  # no store yet, so no key: refuse before creating one
     memory = AsyncMemory(config or Config(), path=path, store_config=store_config)
     try:
         check_host(host, APIKeys(memory.store).any_exist(), insecure_no_auth)

@@ -120,7 +120,8 @@ def _svg(graph: MemoryGraph) -> str:
     boxes: dict[str, tuple[float, float]] = {}  # event id -> (top, height)
     for ev in events:
         lines = _wrap(f"{ev.id}  {ev.text}", _EVENT_CHARS)
-        side = [", ".join(ev.source_turn_ids) or "(no turn)"] + ([", ".join(ev.dates)] if ev.dates else [])
+        side = ([", ".join(ev.source_turn_ids) or "(no turn)"] + ([", ".join(ev.dates)] if ev.dates else [])
+                + ([f"said {ev.timestamp:%Y-%m-%d}"] if ev.timestamp else []))
         side = [s for part in side for s in _wrap(part, 26)]
         h = max(len(lines), len(side)) * _LINE_H + 2 * _PAD
         fill, stroke = _STATUS_COLOURS.get(ev.status, ("#eee", "#888"))

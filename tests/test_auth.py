@@ -177,7 +177,7 @@ def test_serve_refuses_a_public_host_without_keys(tmp_path, monkeypatch, capsys)
     assert main(base + ["--host", "0.0.0.0"]) == 2
     err = capsys.readouterr().err
     assert "refusing to serve on '0.0.0.0'" in err and "promem-fast keys create" in err and "--insecure-no-auth" in err
-    assert ran == []
+    assert ran == [] and not (tmp_path / "store").exists()  # refused before any store is created
     assert main(base) == 0 and ran == ["127.0.0.1"]  # loopback without keys: as before
     assert main(base + ["--host", "0.0.0.0", "--insecure-no-auth"]) == 0 and ran[-1] == "0.0.0.0"
     assert main(["keys", "create", "--tenant", "acme", "--admin", "--store", store]) == 0

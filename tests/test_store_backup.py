@@ -111,7 +111,7 @@ async def test_import_refuses_a_used_store_and_bad_lines_leave_nothing(tmp_path)
     (tmp_path / "bad.jsonl").write_text("\n".join(lines[:entry_line] + [json.dumps(bad)] + lines[entry_line + 1:]))
     with pytest.raises(ValueError, match=rf"line {entry_line + 1}: text: missing in this entry record"):
         import_store(tmp_path / "bad.jsonl", tmp_path / "dst")
-    assert not (tmp_path / "dst" / "memory.db").exists()
+    assert not (tmp_path / "dst" / "memory.db").exists() and not (tmp_path / "dst" / "index").exists()
     (tmp_path / "junk.jsonl").write_text('{"record": "entry"}\n')
     with pytest.raises(ValueError, match="line 1 is not the header"):
         import_store(tmp_path / "junk.jsonl", tmp_path / "dst")

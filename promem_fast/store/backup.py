@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -224,6 +225,7 @@ def import_store(in_path: PathLike, store_dir: PathLike, tenant: Optional[str] =
         store.close()
         for p in (out / "memory.db", out / "memory.db-wal", out / "memory.db-shm"):
             p.unlink(missing_ok=True)  # a failed import leaves no half store behind
+        shutil.rmtree(out / "index", ignore_errors=True)
         raise
     store.close()
     return counts
