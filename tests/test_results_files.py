@@ -55,3 +55,10 @@ def test_current_headline_figures_are_where_the_docs_say():
     assert (ratio["metric"], ratio["commit"]) == ("ratio_batched_over_sequential", "ffe376a")
     shared = [x for x in _lines("bench_scripted.jsonl") if x.get("machine_shared")]
     assert len(shared) == 3 and shared[2]["metric"] == "ratio_batched_over_sequential"
+
+
+def test_every_line_of_every_results_file_names_commit_date_and_machine():
+    for f in sorted(RESULTS.glob("*.jsonl")):
+        for n, x in enumerate(_lines(f.name), 1):
+            assert {"commit", "date", "machine"} <= set(x), f"{f.name}:{n}"
+            assert x["machine"], f"{f.name}:{n}"
