@@ -78,6 +78,25 @@ async def test_filler_entries_are_discarded_before_nli():
     assert why == {"Nora enjoyed the chat.": FILLER_REASON}
 
 
+@pytest.mark.parametrize("text, fragment", [
+    ("Divorced", True),
+    ("Both parents are deceased", True),
+    ("Establish a platform for social change", True),
+    ("Nora is divorced.", False),
+    ("Her brother Teo moved to Oslo.", False),
+    ("Teo, her brother, moved to Oslo.", False),
+    ("Kai painted the lake.", False),         # the other speaker is named (another rule decides)
+    ("诺拉离婚了。", False),                    # non-ASCII: not decided here
+])
+def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
+    assert screen.names_no_one(text, "Nora", ["Kai"]) is fragment
+
+
+def test_announcing_a_topic_is_filler():
+    assert screen.is_filler("Nora wants to share her beverage preference with the assistant.", "Nora")
+    assert not screen.is_filler("Nora wants to share a flat with Teo in Porto.", "Nora")
+
+
 # --- assistant text as a user fact -----------------------------------------------------------
 
 async def test_assistant_praise_and_advice_are_not_user_facts():

@@ -136,7 +136,8 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
         f"Turn: {turn}\n"
         f"Memory so far does not say what this turn says about: {quoted}. Write each fact this turn "
         f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
-        "each, with any negation and reason exactly as the turn states them, in the turn's language. "
+        f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
+        "with any negation and reason exactly as the turn states them, in the turn's language. "
         f'Use only what the turn says; add nothing. At most {max_facts}. JSON: ["...", "..."]'
     )
     return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),

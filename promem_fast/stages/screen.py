@@ -57,7 +57,8 @@ _REACTION_START = re.compile(
 # A dialogue act ("User shared her reading preference"): filler when at most one content
 # word is left beside the act.
 _ACT_START = re.compile(
-    r"^(?:shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
+    r"^(?:(?:wants|wanted|would like|is going|was going|plans|is about) to (?:share|tell|talk|discuss)|"
+    r"shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
     r"described|describes|explained|explains|expressed|expresses)\b", re.I)
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
 
@@ -140,6 +141,23 @@ def _substantive(words: Iterable[str]) -> list[str]:
     return [w for w in words if not w.isascii() or not any(w.startswith(m) for m in _META_SET)]
 
 
+def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
+    """True when ``text`` (ASCII) says whom it is about nowhere: neither the user's name (or
+    first name), "User", a person word with a possessive ("her brother"), a pronoun, nor any
+    capitalised name after its first word ("Divorced", "Both parents are deceased",
+    "Establish a platform for social change": a fragment, not a memory of anyone)."""
+    if not text.isascii():
+        return False
+    low = text.casefold()
+    names = [user_name, (user_name.split() or [""])[0], "user", *others, *((o.split() or [""])[0] for o in others)]
+    if any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in names):
+        return False
+    toks = _TOKEN.findall(text)
+    if any(t.lower() in _OTHER_SUBJECT or t.lower() in ("i", "we", "my", "our", "me", "us") for t in toks):
+        return False
+    return not any(t[:1].isupper() for t in toks[1:])
+
+
 def is_filler(text: str, user_name: str) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, "shared",
@@ -154,7 +172,8 @@ def is_filler(text: str, user_name: str) -> bool:
     if _REACTION_START.match(body):
         names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper()]
         return not names and not _SPECIFIC.search(body)
-    return bool(_ACT_START.match(body)) and len(words) <= 1
+    act = _ACT_START.match(body)
+    return bool(act) and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1
 
 
 _LIKES_THE = re.compile(r"^(?:likes|loves|enjoys|admires|liked|loved|enjoyed|admired) "

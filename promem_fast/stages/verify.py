@@ -49,6 +49,7 @@ from .state import PipelineState, clean_text, has_text, norm_key
 logger = logging.getLogger(__name__)
 
 ASSISTANT_REASON = "assistant statement, not a user fact"
+NO_SUBJECT_REASON = "names no one: a fragment, not a memory of the user or of anyone the user told about"
 FILLER_REASON = "filler: nothing to recall later (pleasantry, praise, agreement or conversation meta)"
 OTHER_SPEAKER_REASON = "about the other speaker, not the user"
 UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
@@ -254,6 +255,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if screen.support(text, name, turn.content) < screen.MIN_SUPPORT:
         said_by_other = any(screen.support(text, name, t) >= screen.MIN_SUPPORT for t in other_turns)
         return ASSISTANT_REASON if said_by_other else UNSTATED_REASON
+    if screen.names_no_one(text, name, others):
+        return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
         return QUOTED_REASON
     if screen.subject_clash(text, name, turn.content):
