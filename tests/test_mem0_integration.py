@@ -123,7 +123,7 @@ def test_add_stores_verified_entries_with_provenance(mem, embed):
     assert [r["metadata"]["confidence"] for r in out["results"]] == [1.0] * 4 + [None] * 5
     assert [r["event"] for r in out["results"]] == ["ADD"] * len(want)
     assert out["promem"]["extracted"] is True
-    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 17
+    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 16
     assert out["promem"]["prompt_tokens"] == graph.stats.prompt_tokens
     got = mem.get_all(filters={"user_id": "caroline"}, top_k=100)["results"]
     assert sorted(r["memory"] for r in got) == sorted(want)
