@@ -117,6 +117,8 @@ def test_about_other_speaker_needs_their_name_or_the_assistant():
     assert screen.about_other_speaker("The assistant suggested yoga.", [])
     assert not screen.about_other_speaker("The group was powerful.", ["Kai Ito"])  # "The" is no name
     assert not screen.about_other_speaker("Kaiser rolls are her favourite.", ["Kai Ito"])
+    assert screen.about_other_speaker("Mel is raising awareness for mental health.", ["Melanie"])  # short form
+    assert not screen.about_other_speaker("Me and Teo went out.", ["Melanie"])
 
 
 async def test_facts_about_the_other_speaker_are_not_the_users():
@@ -138,6 +140,7 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora got promoted.", "He got promoted last week and I'm proud of him.", True),
     ("Nora's sister flies in on Sunday.", "My sister flies in on Sunday.", False),  # the right person
     ("Nora went to Rome.", "Then I went to Rome.", False),
+    ("Nora is doing something amazing.", "You\u2019re doing something amazing! Good luck!", True),  # typographic apostrophe
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash

@@ -71,6 +71,8 @@ _QUOTE_SPANS = [
     re.compile(r"[\u300c\u300e][^\u300d\u300f\n]{2,}[\u300d\u300f]"),  # 「...」 『...』
 ]
 
+# scripts whose subjects these English rules cannot find (typographic punctuation is fine)
+_NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f]")
 _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
 _OTHER_SUBJECT = frozenset("he she they he's she's they're you you're your yours his her their".split())
 _POSSESSIVE = frozenset("my our his her their your".split())
@@ -212,14 +214,20 @@ def subject_is_user(text: str, user_name: str) -> bool:
 
 
 def about_other_speaker(text: str, others: Sequence[str]) -> bool:
-    """True when ``text`` opens with the name (or first name) of another speaker, or with
-    "The assistant" / "Assistant", as its subject (a possessive "X's ..." is about X too)."""
+    """True when ``text`` opens with the name, first name or a short form of the first name
+    ("Mel" for Melanie) of another speaker, or with "The assistant" / "Assistant", as its
+    subject (a possessive "X's ..." is about X too)."""
     t = text.strip()
     cands = {"The assistant", "Assistant"}
     for n in others:
         cands |= {n, (n.split() or [""])[0]}
-    return any(len(c) >= 2 and t[: len(c)].casefold() == c.casefold() and not t[len(c): len(c) + 1].isalnum()
-               for c in cands)
+    if any(len(c) >= 2 and t[: len(c)].casefold() == c.casefold() and not t[len(c): len(c) + 1].isalnum()
+           for c in cands):
+        return True
+    # a short form of their first name ("Mel" for Melanie), as the dialogue calls them
+    first = re.match(r"[A-Z][a-z]{2,}(?=\W|$)", t)
+    return bool(first) and any(len(n.split()[0]) > len(first.group(0)) and n.split()[0].startswith(first.group(0))
+                               for n in others if n.split())
 
 
 def _clauses(text: str) -> list[str]:
@@ -239,7 +247,8 @@ def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
     Sunday" -> "User flies in on Sunday"). A clause with no subject part ("Flew in on
     Sunday") is the user's.
     """
-    if not subject_is_user(text, user_name) or not turn_text.isascii():
+    turn_text = turn_text.replace("\u2019", "'")
+    if not subject_is_user(text, user_name) or _NON_LATIN.search(turn_text):
         return False
     # the entry's main clause: its reason clause ("..., because they ...") has other subjects
     words = predicate_words(_clauses(text)[0], user_name)
