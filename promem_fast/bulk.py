@@ -47,6 +47,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
+from .argtypes import nonneg_float as _nonneg_float
+from .argtypes import positive_int as _pos_int
 from .config import Config
 from .engine.scheduler import SessionResult, run_sessions
 from .schema import Session
@@ -484,26 +486,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--export-only", action="store_true", help="only rewrite graphs.jsonl / failed.jsonl")
     add_engine_arguments(p)
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v:g}")
-    return v
-
-
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def add_engine_arguments(p: argparse.ArgumentParser) -> None:

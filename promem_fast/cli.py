@@ -12,19 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .argtypes import positive_int as _positive
 from .config import Config
 
 log = logging.getLogger("promem_fast")
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
