@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import logging
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,14 +70,6 @@ def load_slice(name: str, data_dir: Path, picks=None) -> list:
     return out
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def read_graphs(path: Path) -> dict:
     from promem_fast.schema import MemoryGraph
 
@@ -90,10 +80,10 @@ def read_graphs(path: Path) -> dict:
 
 
 async def run(args: argparse.Namespace) -> list[dict]:
-    from promem_fast.bench import machine_info
     from promem_fast.config import Config
     from promem_fast.context import Services
     from promem_fast.eval.harness import extract_sessions
+    from promem_fast.results_log import append_line, run_fields
     from promem_fast.eval.precision import (halumem_gold, judge_free, load_labels, locomo_gold, score_labels,
                                             session_memories, write_review_file)
 
@@ -134,9 +124,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
             mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
             memories[f"{sl}-{v}"] = mems
             jf = await judge_free(mems, services.embed)
-            line = {"benchmark": "precision", "slice": sl, "variant": v, "commit": git_commit(),
-                    "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    "machine": machine_info(), "llm": cfg.llm.backend,
+            line = {"benchmark": "precision", "slice": sl, "variant": v, **run_fields(), "llm": cfg.llm.backend,
                     "failed": sum(g is None for g, _, _ in pairs),
                     "wall_s": round(time.perf_counter() - t0, 1), "concurrency": args.concurrency,
                     **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k != "per_memory"}}
@@ -150,8 +138,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
             print(json.dumps(line), flush=True)
             lines.append(line)
             if args.append:
-                with open(args.append, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(line) + "\n")
+                append_line(args.append, line)
     n = write_review_file(memories, args.out / "review.jsonl", existing=labels)
     print(f"wrote {args.out / 'review.jsonl'} ({n} memories to label)", file=sys.stderr)
     return lines

@@ -28,7 +28,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -277,26 +277,6 @@ def write_review_file(by_variant: Mapping[str, Sequence[SessionMemories]], path:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items), encoding="utf-8")
     return len(items)
-
-
-def summary_row(judge_free_result: Mapping[str, Any], reviewed: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """The per-variant figures of a report line: judge-free measures (without
-    ``per_memory``) and, when given, the reviewed ones."""
-    row = {k: v for k, v in judge_free_result.items() if k != "per_memory"}
-    if reviewed:
-        row["reviewed"] = dict(reviewed)
-    return row
-
-
-def iter_sessions(graphs: Iterable[Optional[MemoryGraph]], sessions: Iterable[Session], gold_fn,
-                  seconds: Optional[Iterable[float]] = None) -> list[SessionMemories]:
-    """Pair graphs with their sessions (same order) into :class:`SessionMemories`, gold
-    points from ``gold_fn(session)`` (:func:`halumem_gold`, :func:`locomo_gold`)."""
-    secs = list(seconds) if seconds is not None else None
-    out = []
-    for k, (g, s) in enumerate(zip(graphs, sessions)):
-        out.append(session_memories(g, s, gold_fn(s), secs[k] if secs else 0.0))
-    return out
 
 
 def _pct(x: Any) -> str:
