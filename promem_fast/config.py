@@ -166,6 +166,18 @@ class PipelineConfig(_Cfg):
         "promem-notes-zh.md, inside promem).",
     )
     tau_dup: float = Field(default=0.9, gt=0.0, le=1.0, description="dedup: cosine at which two entries are one fact.")
+    keep_turn_language: bool = Field(
+        default=True,
+        description="After HV: a live entry written in another language than its user turn (German turn, "
+        "English entry) is written again in the turn's language, one batched request; the rewrite is kept only "
+        "when it is in that language and the turn states it (timeparse.language_of; not in the paper).",
+    )
+    premise_max_words: int = Field(
+        default=90, ge=0,
+        description="HV: an NLI or adjudication premise turn longer than this many words is cut to its "
+        "sentences that share most content words with the hypothesis (in turn order, up to this many words); "
+        "0 keeps every turn whole. Long preference turns were most of verify's tokens (not in the paper).",
+    )
 
     recover_details: bool = Field(
         default=True,

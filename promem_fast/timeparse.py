@@ -240,13 +240,25 @@ _PAST = re.compile(r"(?:letzte[nmrs]?|vorige[nmrs]?|vergangene[nmrs]?|上|昨)\s
 _DE_EDGES = {"in", "im", "am", "an", "um", "bei", "zu", "zum", "zur", "und", "oder", "seit", "bis", "ab"}
 
 
-def _language(text: str) -> str:
-    """"zh" for a text with CJK characters, "de" for one with German words, else "en"."""
+_DE_FUNCTION = re.compile(r"\b(?:der|die|das|dem|den|des|und|ist|sind|nicht|ich|wir|du|er|sie|es|mein|meine|"
+                          r"bei|mit|auf|für|von|zum|zur|ein|eine|einen|habe|hat|wird|an|im|am|nach|bin)\b", re.I)
+_EN_FUNCTION = re.compile(r"\b(?:the|a|an|and|is|are|was|not|i|we|you|he|she|it|my|his|her|their|at|on|of|"
+                          r"for|with|to|has|have|will|be|by|from|this|that)\b", re.I)
+
+
+def language_of(text: str) -> str:
+    """"zh" for a text with CJK characters; "de" for one with more German than English
+    function words (or German letters and no English function word); else "en". A German
+    name ("München") in an English sentence leaves it English."""
     if _CJK.search(text):
         return "zh"
-    if _GERMAN.search(text):
+    de, en = len(_DE_FUNCTION.findall(text)), len(_EN_FUNCTION.findall(text))
+    if de > en or (en == 0 and _GERMAN.search(text)):
         return "de"
     return "en"
+
+
+_language = language_of
 
 
 def _resolve_other(text: str, ref: Optional[datetime], lang: str) -> list[str]:

@@ -12,6 +12,9 @@ from .common import standalone_messages, str_list_schema, text_schema
 DECOMPOSE_MAX_TOKENS_PER_FACT = 70
 ADJUDICATE_MAX_TOKENS = 120
 
+RESTATE_MAX_TOKENS = 90
+LANGUAGE_NAMES = {"de": "German", "zh": "Chinese", "en": "English"}
+
 ADJUDICATE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -48,3 +51,16 @@ def adjudicate_request(premise: str, fact: str) -> LLMRequest:
         'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}'
     )
     return LLMRequest(standalone_messages(instr), ADJUDICATE_SCHEMA, ADJUDICATE_MAX_TOKENS, stage="verify")
+
+
+def restate_request(premise: str, fact: str, language: str) -> LLMRequest:
+    """Write ``fact`` again in the language of its source turn (``language``: "de", "zh",
+    "en"), names exactly as the turn spells them. Output JSON: a string."""
+    lang = LANGUAGE_NAMES.get(language, language)
+    instr = (
+        f"Source turn: {premise}\nFact: {fact}\n"
+        f"The turn is in {lang} but the fact is not. Write the same fact in {lang}, with the "
+        "turn's own words for names, places and times (keep relative times such as the "
+        "turn's, do not translate names). Add nothing. JSON: \"...\""
+    )
+    return LLMRequest(standalone_messages(instr), text_schema(), RESTATE_MAX_TOKENS, stage="verify")

@@ -32,7 +32,7 @@ from .relate import verify_relations
 from .segment import segment_topics
 from .state import PipelineState
 from .v1 import coverage_completion, dedup_merge, evidence_verification, initial_extraction
-from .verify import dedup_entries, ground_entries, verify_entries
+from .verify import dedup_entries, ground_entries, restore_language, verify_entries
 
 logger = logging.getLogger(__name__)
 
@@ -189,6 +189,9 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
     if p.hallucination_verification and p.dedup:
         with ctx.timed("verify"):
             await dedup_entries(ctx, state)
+    if p.hallucination_verification and p.keep_turn_language:
+        with ctx.timed("verify"):
+            await restore_language(ctx, state)
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)

@@ -45,6 +45,8 @@ anything everything lot really very much idea point sure definitely especially p
 impress admir compliment prais commend proud support encourag inspir motivat dedicat commit
 journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
+kind sweet lucky proud brave caring
+soon later bye goodbye next again
 """.split())
 _META_SET = frozenset(_META)
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
@@ -52,8 +54,8 @@ _META_SET = frozenset(_META)
 _REACTION_START = re.compile(
     r"^(?:agrees?|agreed|appreciates?|appreciated|thanks?|thanked|looks? forward|is looking forward|"
     r"is glad|was glad|is happy to|enjoy(?:s|ed)? (?:the|our|this|talking|chatting)|compliment(?:s|ed)?|"
-    r"prais(?:es|ed)|admires?|admired|finds? (?:it|that|this)|thinks? (?:it|that)|hopes? (?:to )?(?:chat|talk)|"
-    r"is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
+    r"prais(?:es|ed)|admires?|admired|(?:finds?|thinks?|believes?|feels?) (?:it|that|this)|hopes? (?:to )?(?:chat|talk)|"
+    r"is (?:proud|kind|sweet|nice) (?:of|to)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
 # word is left beside the act.
 _ACT_START = re.compile(
@@ -74,7 +76,9 @@ _QUOTE_SPANS = [
 # scripts whose subjects these English rules cannot find (typographic punctuation is fine)
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f]")
 _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
-_OTHER_SUBJECT = frozenset("he she they he's she's they're you you're your yours his her their".split())
+_OTHER_SUBJECT = frozenset("he she they he's she's they're they've you you're you've you'd you'll ya your yours "
+                           "yourself his her their".split())
+_SECOND_PERSON = frozenset("you you're you've you'd you'll ya".split())
 _POSSESSIVE = frozenset("my our his her their your".split())
 _TOKEN = re.compile(r"[\w'’]+", re.U)
 _CLAUSE_CUT = re.compile(r"[.!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
@@ -160,39 +164,66 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     return not any(t[:1].isupper() for t in toks[1:])
 
 
-def is_filler(text: str, user_name: str) -> bool:
+def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
-    name and words about the conversation itself (thanks, praise, agreement, "shared",
-    "conversation", "great", ...); or it opens with a reaction ("agrees", "appreciates",
-    "looks forward", "finds it ...") and names nothing specific (no capitalised name, number
-    or non-ASCII word); or it opens with a dialogue act ("shared", "mentioned", "told") and
-    has at most one other content word. Numbers and non-ASCII words always count as content."""
+    name and words about the conversation itself (thanks, praise, agreement, sign-offs,
+    "shared", "conversation", "great", ...); or it opens with a reaction ("agrees",
+    "appreciates", "looks forward", "finds it ...", "is proud of") and names nothing specific
+    (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
+    word); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
+    one other content word. Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
         return True
     if _REACTION_START.match(body):
-        names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper()]
+        known = {w.casefold() for o in (*others, user_name) for w in _TOKEN.findall(o)}
+        names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
         return not names and not _SPECIFIC.search(body)
     act = _ACT_START.match(body)
     return bool(act) and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1
+
+
+def _short_of(token: str, names: set[str]) -> bool:
+    """``token`` is one of ``names`` (casefolded words), or a short form of one ("Mel")."""
+    t = re.sub(r"['’]s$", "", token.casefold())
+    return any(t == n or (len(t) >= 3 and n.startswith(t)) for n in names)
 
 
 _LIKES_THE = re.compile(r"^(?:likes|loves|enjoys|admires|liked|loved|enjoyed|admired) "
                         r"(?:the|that|this|those|these|your|their|his|her)\b", re.I)
 
 
-def reaction_to_other(text: str, user_name: str, previous_other_turn: str) -> bool:
+_REACTION_CLAUSE = re.compile(
+    r"^(?:(?:wow|oh|aw+|omg|yeah|so)\W+)*(?:lov(?:e|ing)|lik(?:e|ing)|ador(?:e|ing)|enjoy(?:ing)?|"
+    r"(?:what|such) an?|nice|great|cool|lovely|beautiful|gorgeous|sounds|looks)\b", re.I)
+
+
+def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_text: str = "") -> bool:
     """True when ``text`` is the user's reaction to what the other side just showed or said:
     "likes / loves the X" (or "that X", "your X") with at most 2 content words, all of them
     in the other speaker's turn right before ("The colors blend so nicely!" after a photo of
-    their painting -> "Caroline likes the blend nicely")."""
+    their painting -> "Caroline likes the blend nicely"); or an entry of at most 2
+    substantive words, all in that turn, drawn from a clause of ``turn_text`` that opens with
+    a reaction and has no first person ("Loving the inclusivity!" -> "User is interested in
+    inclusivity")."""
     body = _strip_subject(text, user_name)
-    if body == text.strip() or not _LIKES_THE.match(body) or not previous_other_turn:
+    if body == text.strip() or not previous_other_turn:
         return False
-    words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
     low = previous_other_turn.lower()
-    return 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words)
+    if _LIKES_THE.match(body):
+        words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
+        return 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words)
+    if not turn_text or _NON_LATIN.search(turn_text):
+        return False
+    words = _substantive(predicate_words(body, user_name))
+    if not 0 < len(words) <= 2 or not all(word_in(w, low) for w in words):
+        return False
+    clause, n = _best_clause(words, turn_text.replace("\u2019", "'"))
+    if clause is None or n < len(words):
+        return False
+    toks = {t.lower() for t in _TOKEN.findall(clause)}
+    return bool(_REACTION_CLAUSE.match(clause.strip())) and not toks & _FIRST_PERSON
 
 
 def _strip_subject(text: str, user_name: str) -> str:
@@ -234,44 +265,65 @@ def _clauses(text: str) -> list[str]:
     return [c for c in _CLAUSE_CUT.split(text) if c and c.strip()]
 
 
-def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
-    """True when the entry says the user did what the turn says someone else did.
+def _best_clause(words: Sequence[str], turn_text: str) -> tuple[Optional[str], int]:
+    """The clause of ``turn_text`` holding most of ``words`` (the first on a tie) and how many."""
+    best, best_n = None, 0
+    for clause in _clauses(turn_text):
+        low = clause.lower()
+        n = sum(word_in(w, low) for w in words)
+        if n > best_n:
+            best, best_n = clause, n
+    return best, best_n
 
-    Only for entries whose subject is the user (:func:`subject_is_user`) and ASCII turns.
-    The turn clause sharing most of the content words of the entry's main clause (at least 2,
-    or its only one)
-    is found; the words before the first shared one are its subject part. A clash is a
-    subject part with no first-person "I" / "we" but another person in it: "he", "she",
-    "they", "you", a possessive with its noun ("my brother", "her coach"), or a capitalised
-    name after the clause's first word that is not the user's ("my brother Tomas flies in on
-    Sunday" -> "User flies in on Sunday"). A clause with no subject part ("Flew in on
-    Sunday") is the user's.
+
+def _user_subject_entry(text: str, user_name: str) -> bool:
+    """The entry opens with the user's name (or "User"), possessive or not."""
+    return _strip_subject(text, user_name) != text.strip()
+
+
+def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry says the user did (or has) what the turn says someone else did.
+
+    Only for entries that open with the user's name ("User ...", "User's ...") and ASCII
+    turns. The turn clause sharing most of the content words of the entry's main clause (at
+    least 2, or its only one) is found; the words before the first shared one are its subject
+    part. A clash is a subject part with no first-person "I" / "we" but another person in it:
+    "he", "she", "they", "you", a possessive with its noun ("my brother", "her coach"), a
+    possessive of someone else's ("Your future family ..." -> "User's future family ..."), or a capitalised name after the clause's first word that is
+    not the user's ("my brother Tomas flies in on Sunday" -> "User flies in on Sunday"). A
+    clause with no subject part ("Flew in on Sunday") is the user's unless the rest of it
+    addresses the other side in the second person and never in the first ("Taking in kids in
+    need - you're so kind" -> "User is taking in kids in need").
     """
     turn_text = turn_text.replace("\u2019", "'")
-    if not subject_is_user(text, user_name) or _NON_LATIN.search(turn_text):
+    if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text):
         return False
     # the entry's main clause: its reason clause ("..., because they ...") has other subjects
     words = predicate_words(_clauses(text)[0], user_name)
     if not words:
         return False
     names = {w.casefold() for w in _TOKEN.findall(user_name)}
-    best, best_n = None, 0
-    for clause in _clauses(turn_text.replace("\u2019", "'")):
-        low = clause.lower()
-        n = sum(word_in(w, low) for w in words)
-        if n > best_n:
-            best, best_n = clause, n
+    best, best_n = _best_clause(words, turn_text)
     if best is None or best_n < min(2, len(words)):
         return False
+    if len(words) >= 2 and any(_addresses_other(c, words) for c in _clauses(turn_text)):
+        return True
     toks = _TOKEN.findall(best)
     prefix: list[str] = []
     for tok in toks:
         if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
             break
         prefix.append(tok)
-    low = [t.lower().replace("\u2019", "'") for t in prefix]
+    low = [t.lower() for t in prefix]
     if any(t in _FIRST_SINGULAR for t in low):
         return False
+    if any(t in _POSSESSIVE - {"my", "our"} for t in low):
+        return True
+    if not [t for t in low if t not in _INTERJECTIONS]:
+        rest = [t.lower() for t in toks[len(prefix):]]
+        return any(t in _SECOND_PERSON for t in rest) and not any(t in _FIRST_PERSON for t in rest)
+    if not subject_is_user(text, user_name):
+        return False  # "User's roommate Leo ...": the turn's "my roommate Leo" is that person
     if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low):
         return True
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
@@ -280,6 +332,45 @@ def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
     first = next((k for k, t in enumerate(toks) if t.strip()), 0)
     return any(k > first and tok[:1].isupper() and tok.casefold() not in names
                for k, tok in enumerate(prefix))
+
+
+def _addresses_other(clause: str, words: Sequence[str]) -> bool:
+    """``clause`` holds 2 or more of ``words`` after a subject part in the second person
+    ("You're doing something amazing") with no first person: the user says it of the other side."""
+    low = clause.lower()
+    if sum(word_in(w, low) for w in words) < 2:
+        return False
+    prefix = []
+    for tok in _TOKEN.findall(clause):
+        if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
+            break
+        prefix.append(tok.lower())
+    return any(t in _SECOND_PERSON for t in prefix) and not any(t in _FIRST_PERSON for t in prefix)
+
+
+_INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
+_FIRST_PERSON = _FIRST_SINGULAR | frozenset("me my mine our ours".split())
+
+
+def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
+    """True when the entry's main clause takes words its user turn lacks from what the other
+    speaker just said about themselves: every content word of the clause missing from
+    ``turn_text`` is in a first-person clause of ``previous_other_turn``, and one of them is
+    not a name ("I ran a charity race last Saturday" / "That charity race sounds great!" ->
+    "User ran a charity race last Saturday": "ran" and "last" are the other speaker's).
+    ASCII turns only; False without a previous other turn."""
+    if not previous_other_turn or _NON_LATIN.search(turn_text + previous_other_turn):
+        return False
+    main = _clauses(text)[0]
+    missing = [w for w in predicate_words(main, user_name) if not word_in(w, turn_text.lower())]
+    if not missing:
+        return False
+    casing = {t.casefold(): t for t in _TOKEN.findall(main)}
+    if all(casing.get(w, w)[:1].isupper() for w in missing):
+        return False
+    own = [c.lower() for c in _clauses(previous_other_turn.replace("\u2019", "'"))
+           if any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(c))]
+    return bool(own) and all(any(word_in(w, c) for c in own) for w in missing)
 
 
 def lexical_entailment(text: str, user_name: str, turn_text: str) -> bool:
@@ -299,3 +390,35 @@ def best_supporting_turn(text: str, user_name: str, turns: Sequence[tuple[str, s
         if best is None or s > best[1]:
             best = (tid, s)
     return best
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def focus_premise(turn_text: str, hypothesis: str, user_name: str, max_words: int) -> str:
+    """``turn_text`` cut for an NLI premise: unchanged when it has at most ``max_words``
+    words (or ``max_words`` is 0); else its sentences that hold most content words of
+    ``hypothesis``, each with the sentence after it (a "Not any more." that turns it
+    around), best first until ``max_words`` words, then put back in turn order. With no
+    sentence sharing a word, the turn's first ``max_words`` words. Shape: str in, str out."""
+    words = turn_text.split()
+    if max_words <= 0 or len(words) <= max_words:
+        return turn_text
+    sents = [x for x in _SENTENCE_END.split(turn_text) if x.strip()]
+    hyp = predicate_words(hypothesis, user_name)
+    score = [sum(word_in(w, x.lower(), pair_share=PAIR_SHARE) for w in hyp) for x in sents]
+    order = sorted((k for k in range(len(sents)) if score[k] > 0), key=lambda k: (-score[k], k))
+    if not order:
+        return " ".join(words[:max_words])
+    keep: set[int] = set()
+    used = 0
+    for k in order:
+        for j in (k, k + 1):
+            if j >= len(sents) or j in keep:
+                continue
+            n = len(sents[j].split())
+            if keep and used + n > max_words:
+                continue
+            keep.add(j)
+            used += n
+    return " ".join(sents[k].strip() for k in sorted(keep))

@@ -40,7 +40,8 @@ import numpy as np
 from ..context import SessionContext
 from ..kernels import cross_reference
 from ..prompts.common import premise_text
-from ..prompts.verify import adjudicate_request, decompose_request
+from ..prompts.verify import adjudicate_request, decompose_request, restate_request
+from ..timeparse import language_of
 from ..schema import AtomicFact, NLIVerdict, Turn
 from . import screen
 from .segment import turn_vectors
@@ -54,6 +55,7 @@ FILLER_REASON = "filler: nothing to recall later (pleasantry, praise, agreement 
 OTHER_SPEAKER_REASON = "about the other speaker, not the user"
 UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
+BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
@@ -212,7 +214,7 @@ async def _nli_check(
     clash = [p.check_polarity and polarity_clash(h, premise_turn[i].content, name) for _, i, h in pairs]
     lexical = [not c and p.lexical_entailment and screen.lexical_entailment(h, name, premise_turn[i].content)
                for (_, i, h), c in zip(pairs, clash)]
-    asked = [(premise_text(premise_turn[i], sess, name), h)
+    asked = [(_premise(premise_turn[i], sess, name, h, p.premise_max_words), h)
              for (_, i, h), c, lx in zip(pairs, clash, lexical) if not c and not lx]
     res = iter(await ctx.nli(asked, "verify") if asked else [])
     out: dict[Hashable, list[NLIVerdict]] = {key: [] for key, _, _ in items}
@@ -228,6 +230,13 @@ async def _nli_check(
         state.entries[i].nli.append(v)
         out[key].append(v)
     return out
+
+
+def _premise(turn: Turn, session, user_name: str, hypothesis: str, max_words: int) -> str:
+    """:func:`premise_text` of ``turn`` cut to the sentences that bear on ``hypothesis``
+    (:func:`.screen.focus_premise`)."""
+    cut = screen.focus_premise(turn.content, hypothesis, user_name, max_words)
+    return premise_text(turn if cut == turn.content else turn.model_copy(update={"content": cut}), session, user_name)
 
 
 def _join(facts: list[str]) -> str:
@@ -248,7 +257,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     turn), or None when it may go on to NLI (:mod:`.screen`). ``others``: names of the other
     speakers; ``other_turns``: their turn texts (for the support of assistant words)."""
     name = state.user_name
-    if screen.is_filler(text, name) or screen.reaction_to_other(text, name, _previous_other(state, turn)):
+    previous = _previous_other(state, turn)
+    if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
         return FILLER_REASON
     if screen.about_other_speaker(text, others):
         return OTHER_SPEAKER_REASON
@@ -261,6 +271,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return QUOTED_REASON
     if screen.subject_clash(text, name, turn.content):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
+    if screen.borrowed_from_other(text, name, turn.content, previous):
+        return BORROWED_REASON
     return None
 
 
@@ -386,7 +398,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
 
     # 4) LLM adjudication of the non-entailed atomic facts
     rulings = await ctx.llm_json(
-        [adjudicate_request(premise_text(premise_turn[i], sess, name), a.text) for i, a in to_judge], "verify"
+        [adjudicate_request(_premise(premise_turn[i], sess, name, a.text, p.premise_max_words), a.text)
+         for i, a in to_judge], "verify"
     )
     for (i, a), ruling in zip(to_judge, rulings):
         revised = clean_text(ruling.get("revised_fact") or "", name)
@@ -456,3 +469,37 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
         state.discard(e.text, "verify", f"near-duplicate of {keep.text[:120]!r} (cosine {float(sim[r, twin]):.3f})")
         dropped.append(live[r])
     return dropped
+
+
+async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
+    """Issue 16 item 5: a memory stays in the language of its turn. Each live entry whose
+    language (:func:`~promem_fast.timeparse.language_of`: "en", "de", "zh") differs from
+    its grounding user turn's is written again in the turn's language, one batched request.
+    A rewrite is kept only when it is in that language and the turn states it
+    (:func:`.screen.support` >= :data:`.screen.MIN_SUPPORT`); otherwise the entry stays as
+    it was (a fact is not lost for its language). The old text goes to ``original_text``."""
+    turn_by_id = {t.turn_id: t for t in state.text_turns}
+    todo: list[tuple[int, Turn, str]] = []
+    for i in state.live_entries():
+        e = state.entries[i]
+        t = turn_by_id.get(e.ground_turn_id)
+        if t is None or t.role != "user":
+            continue
+        lang = language_of(t.content)
+        if lang != language_of(e.text):
+            todo.append((i, t, lang))
+    if not todo:
+        return
+    outs = await ctx.llm_json(
+        [restate_request(premise_text(t, state.session, state.user_name), state.entries[i].text, lang)
+         for i, t, lang in todo], "verify")
+    for (i, t, lang), out in zip(todo, outs):
+        new = clean_text(out, state.user_name) if isinstance(out, str) else ""
+        if (has_text(new) and language_of(new) == lang
+                and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT):
+            e = state.entries[i]
+            e.original_text = e.original_text or e.text
+            e.text = new
+        else:
+            logger.info("kept %r: its rewrite in %s was not usable (%r)", state.entries[i].text[:60], lang,
+                        str(out)[:60])
