@@ -46,6 +46,7 @@ async def run(args: argparse.Namespace) -> int:
     from promem_fast.context import Services
     from promem_fast.eval.harness import extract_sessions
     from promem_fast.eval.precision import duplicate_flags
+    from promem_fast.results_log import append_line, run_fields
 
     cases = json.loads(Path(args.cases).read_text(encoding="utf-8"))
     cfg = Config()
@@ -57,6 +58,7 @@ async def run(args: argparse.Namespace) -> int:
     ex = await extract_sessions(sessions_of(cases), cfg, svc, "promem", args.concurrency)
     passed = 0
     tokens = 0
+    detail: list[dict] = []
     for c, e in zip(cases, ex):
         mems = [ev.text for ev in e.graph.events] if e.graph else []
         dates = sorted({d for ev in e.graph.events for d in ev.dates}) if e.graph else []
@@ -84,10 +86,17 @@ async def run(args: argparse.Namespace) -> int:
                 fails.append(f"date not resolved: {d}")
         ok = not fails and e.error is None
         passed += ok
-        print(json.dumps({"case": c["class"], "ok": ok, "fails": fails, "memories": mems, "dates": dates,
-                          "tokens": e.tokens, "error": e.error}, ensure_ascii=False), flush=True)
-    print(json.dumps({"benchmark": "regression_precision", "cases": len(cases), "passed": passed,
-                      "tokens_per_case": tokens / max(1, len(cases)), "llm": cfg.llm.backend}), flush=True)
+        discarded = [f"{d.text} ({d.reason})" for d in e.graph.discarded] if e.graph else []
+        row = {"case": c["class"], "ok": ok, "fails": fails, "memories": mems, "dates": dates,
+               "discarded": discarded, "tokens": e.tokens, "error": e.error}
+        detail.append({k: row[k] for k in ("case", "ok", "fails", "memories", "dates")})
+        print(json.dumps(row, ensure_ascii=False), flush=True)
+    line = {"benchmark": "regression_precision", "cases": len(cases), "passed": passed,
+            "tokens_per_case": tokens / max(1, len(cases)), "llm": cfg.llm.backend, **run_fields(),
+            "cases_detail": detail}
+    print(json.dumps({k: v for k, v in line.items() if k != "cases_detail"}, ensure_ascii=False), flush=True)
+    if args.append:
+        append_line(args.append, line)
     return 0 if passed == len(cases) else 1
 
 
@@ -97,6 +106,7 @@ def main() -> int:
     ap.add_argument("--llm")
     ap.add_argument("--llm-url")
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--append", type=Path, help="append the summary line (with commit, date, machine) to this results file")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     return asyncio.run(run(args))

@@ -3,6 +3,7 @@ a judge as lenient as the 1.5B model (every NLI pair "entailment"), so only the 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
@@ -12,11 +13,11 @@ from promem_fast.schema import Session, Turn
 from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
-    ASSISTANT_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    ASSISTANT_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
-from conftest import FakeNLI, KeywordEmbedder, const, make_config, make_ctx, make_services
+from conftest import FakeNLI, KeywordEmbedder, const, keyed, make_config, make_ctx, make_services
 
 DAY = datetime(2024, 3, 4, 9, 0)
 
@@ -141,9 +142,83 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora's sister flies in on Sunday.", "My sister flies in on Sunday.", False),  # the right person
     ("Nora went to Rome.", "Then I went to Rome.", False),
     ("Nora is doing something amazing.", "You\u2019re doing something amazing! Good luck!", True),  # typographic apostrophe
+    # a subject-less clause that addresses the other side in the second person
+    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - you're so patient!", True),
+    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - I'm so proud of it!", False),
+    ("Nora is restoring an old sailboat.", "Restoring an old sailboat this spring, slowly.", False),
+    # someone else's possession (the other speaker's) pinned on the user
+    ("Nora's new neighbours will love having her.", "Your new neighbours will love having you!", True),
+    ("Nora's roommate Leo starts at the bakery.", "My roommate Leo starts at the bakery on Monday.", False),
+    # one of the entry's clauses is said of "you"
+    ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
+    ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+@pytest.mark.parametrize("entry, turn, before, borrowed", [
+    # "won" and "Bergen" are only in the other speaker's first-person news
+    ("Nora won a chess tournament in Bergen.", "That chess tournament sounds intense!",
+     "I won a chess tournament in Bergen last week.", True),
+    ("Nora won a chess tournament in Bergen.", "I won a chess tournament in Bergen.", "Tell me about chess.", False),
+    # the other side asked: the words the user's turn lacks are not their own news
+    ("Nora visited Paris last spring.", "Yes, last spring, it was amazing.", "Have you ever visited Paris?", False),
+    # only a name comes from the other turn: the user's answer carries the fact
+    ("Nora has been to Paris twice.", "Yes, I have been twice.", "I love Paris! Have you been?", False),
+])
+def test_the_other_speakers_news_restated_about_the_user(entry, turn, before, borrowed):
+    assert screen.borrowed_from_other(entry, "Nora", turn, before) is borrowed
+
+
+@pytest.mark.parametrize("entry, turn, before, reaction", [
+    ("Nora is interested in the harbour views.", "Loving the harbour views! Where was that?",
+     "Our hotel had wonderful harbour views.", True),
+    ("Nora loves harbour views.", "I love harbour views, I grew up by the sea.", "Our hotel had harbour views.", False),
+    # more than what the other side showed
+    ("Nora enjoys the harbour walks.", "I walk along the harbour every evening.", "Here is a photo of the harbour.", False),
+])
+def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reaction):
+    assert screen.reaction_to_other(entry, "Nora", before, turn) is reaction
+
+
+@pytest.mark.parametrize("text, filler", [
+    ("Nora will talk to you soon.", True),                       # sign-off
+    ("Nora will have a next chat with you.", True),
+    ("Nora believes it is essential.", True),                    # an opinion with no referent
+    ("Nora is proud of Kai for finishing the marathon.", True),  # praise of the other speaker
+    ("Nora is kind to Kai.", True),
+    ("Nora is proud of her son Leo for finishing the marathon.", False),  # a third party the user told about
+    ("Nora will see the dentist again next week.", False),
+    ("Nora's son starts kindergarten in May.", False),
+])
+def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
+    assert screen.is_filler(text, "Nora", ["Kai"]) is filler
+
+
+async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
+    rows = [("a1", "assistant", "Big news: I won a chess tournament in Bergen last week!"),
+            ("u2", "user", "That chess tournament sounds intense! I only play online with my uncle.")]
+    kept, why, _ = await screened(rows, [("Nora won a chess tournament in Bergen.", ["u2"]),
+                                         ("Nora plays chess online with her uncle.", ["u2"])])
+    assert kept == ["Nora plays chess online with her uncle."]
+    assert why == {"Nora won a chess tournament in Bergen.": BORROWED_REASON}
+
+
+async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
+    rows = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
+    s = session(rows)
+    entry = "Nora moved the team run to Saturday and is skipping it because her ankle hurts."
+    rules = {"verify": keyed({entry: ["Nora moved the team run to Saturday.",
+                                      "Nora is skipping the team run because her ankle hurts."]})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora is skipping the team run because her ankle hurts."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
 
 
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
@@ -254,6 +329,52 @@ async def test_non_english_facts_keep_their_language_and_names():
             ("a2", "assistant", "Gute Reise!")]
     kept, why, _ = await screened(rows, [("Nora fährt am 2024-03-11 mit Jürgen nach Köln.", ["u1"])])
     assert kept == ["Nora fährt am 2024-03-11 mit Jürgen nach Köln."] and why == {}
+
+
+async def test_an_entry_written_in_another_language_is_restated_in_its_turns():
+    from promem_fast.stages.verify import restore_language
+
+    rows = [("u1", "user", "Ich fange nächsten Montag bei Siemens in München an."),
+            ("u2", "user", "Morgen fahre ich mit dem Rad zur Arbeit."),
+            ("u3", "user", "Nächste Woche besuche ich meine Tante in Graz.")]
+    s = session(rows, "Jürgen")
+    rules = {"verify": keyed({
+        "Jürgen starts at Siemens": json.dumps("Jürgen fängt nächsten Montag bei Siemens in München an."),
+        # a rewrite the turn does not state is not kept
+        "Jürgen cycles": json.dumps("Jürgen fährt mit dem Auto nach Berlin."),
+        # nor one with a calendar date the turn does not resolve to (next week is 2024-03-11)
+        "Jürgen visits": json.dumps("Jürgen besucht am 5. März seine Tante in Graz.")})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules))
+    state = PipelineState.create(s, "Jürgen", dialogue_block(s, "Jürgen"))
+    state.entries = [Entry("Jürgen starts at Siemens in München next Monday.", "draft", "kept", ["u1"]),
+                     Entry("Jürgen cycles to work tomorrow.", "draft", "kept", ["u2"]),
+                     Entry("Jürgen visits his aunt in Graz next week.", "draft", "kept", ["u3"])]
+    for e, t in zip(state.entries, ("u1", "u2", "u3")):
+        e.ground_turn_id = t
+    await restore_language(ctx, state)
+    assert [e.text for e in state.entries] == [
+        "Jürgen fängt nächsten Montag bei Siemens in München an.", "Jürgen cycles to work tomorrow.",
+        "Jürgen visits his aunt in Graz next week."]
+    assert state.entries[0].original_text == "Jürgen starts at Siemens in München next Monday."
+
+
+def test_language_of_reads_function_words_not_a_german_name():
+    from promem_fast.timeparse import language_of
+
+    assert language_of("Jürgen starts his job at Siemens in München on Monday.") == "en"
+    assert language_of("Jürgen fängt nächsten Montag bei Siemens an.") == "de"
+    assert language_of("我下个月要去成都。") == "zh"
+
+
+def test_a_long_premise_is_cut_to_the_sentences_about_the_hypothesis():
+    filler = "My job is in finance and I work long hours on most days of the week. " * 4
+    turn = filler + "I used to love jazz concerts. Not any more, they are too loud. " + filler
+    cut = screen.focus_premise(turn, "Nora loves jazz concerts.", "Nora", 40)
+    # the sentence and the one after it that turns it around
+    assert cut == "I used to love jazz concerts. Not any more, they are too loud."
+    assert screen.focus_premise(turn, "Nora loves jazz.", "Nora", 0) == turn
+    assert screen.focus_premise("Short turn.", "Nora loves jazz.", "Nora", 40) == "Short turn."
+    assert len(screen.focus_premise(turn, "Nora owns a kayak.", "Nora", 40).split()) == 40
 
 
 def test_the_embedded_regression_set_covers_every_failure_class():

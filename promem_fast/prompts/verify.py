@@ -59,8 +59,9 @@ def restate_request(premise: str, fact: str, language: str) -> LLMRequest:
     lang = LANGUAGE_NAMES.get(language, language)
     instr = (
         f"Source turn: {premise}\nFact: {fact}\n"
-        f"The turn is in {lang} but the fact is not. Write the same fact in {lang}, with the "
-        "turn's own words for names, places and times (keep relative times such as the "
-        "turn's, do not translate names). Add nothing. JSON: \"...\""
+        f"The turn is in {lang} but the fact is not. Write the same fact in {lang} as one "
+        "sentence about the person, copying the turn's own words for names, places and times: "
+        "a relative time stays as the turn says it, never a calendar date. Add nothing. "
+        'JSON: "..."'
     )
     return LLMRequest(standalone_messages(instr), text_schema(), RESTATE_MAX_TOKENS, stage="verify")

@@ -265,15 +265,28 @@ def _clauses(text: str) -> list[str]:
     return [c for c in _CLAUSE_CUT.split(text) if c and c.strip()]
 
 
+def is_compound(text: str) -> bool:
+    """``text`` joins parts with a comma, semicolon or "and", "but", "because", "so", "while",
+    ...: atomic decomposition may split it into facts of different people ("after" or "when"
+    only dates one fact)."""
+    return _JOINED.search(text.strip().rstrip(".!?")) is not None
+
+
+_JOINED = re.compile(r"[,;:.!?]|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
+
+
 def _best_clause(words: Sequence[str], turn_text: str) -> tuple[Optional[str], int]:
-    """The clause of ``turn_text`` holding most of ``words`` (the first on a tie) and how many."""
-    best, best_n = None, 0
+    """The clause of ``turn_text`` holding most of ``words`` and how many (the first on a
+    tie). Clauses holding the first word (the entry's verb, as a rule) come first: "I'm
+    skipping it", not "My coach moved the team run", states "User is skipping the team run"."""
+    best, best_key = None, (False, 0)
     for clause in _clauses(turn_text):
         low = clause.lower()
-        n = sum(word_in(w, low) for w in words)
-        if n > best_n:
-            best, best_n = clause, n
-    return best, best_n
+        hits = [word_in(w, low) for w in words]
+        key = (bool(hits and hits[0]), sum(hits))
+        if key[1] and key > best_key:
+            best, best_key = clause, key
+    return best, best_key[1]
 
 
 def _user_subject_entry(text: str, user_name: str) -> bool:

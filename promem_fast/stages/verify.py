@@ -39,9 +39,9 @@ import numpy as np
 
 from ..context import SessionContext
 from ..kernels import cross_reference
-from ..prompts.common import premise_text
+from ..prompts.common import premise_text, turn_date
 from ..prompts.verify import adjudicate_request, decompose_request, restate_request
-from ..timeparse import language_of
+from ..timeparse import language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from . import screen
 from .segment import turn_vectors
@@ -251,6 +251,11 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
     return [i for i in live if i in keep]
 
 
+def _part_reasons(turn: Turn) -> tuple[str, ...]:
+    """Screen reasons that may concern one clause of a compound entry only."""
+    return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON)
+
+
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
                   other_turns: list[str]) -> Optional[str]:
     """Why ``text`` (an entry or atomic fact) is not a user fact stated by ``turn`` (a user
@@ -326,20 +331,27 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     others, other_turns = _other_speakers(state)
     if p.screen_entries:
         user_turns = {t.turn_id: t for t in state.user_text_turns}
-        kept = []
+        kept, split = [], []
         for i in checkable:
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
             why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
-            if why:
+            if why and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
+                # one clause may be someone else's, the others the user's: decompose (step 2)
+                # and screen each atomic fact, rather than lose the user's part
+                logger.debug("split %r: %s", e.text[:60], why)
+                split.append(i)
+            elif why:
                 e.discarded = True
                 e.ground_turn_id = premise_turn[i].turn_id
                 state.discard(e.text, "verify", why)
             else:
                 kept.append(i)
         checkable = kept
+    else:
+        split = []
     verdicts = await _nli_check(ctx, state, premise_turn, [(i, i, state.entries[i].text) for i in checkable])
-    failed = []
+    failed = list(split)
     for i in checkable:
         e, t = state.entries[i], premise_turn[i]
         grounded_user = turn_by_id[e.ground_turn_id].role == "user"
@@ -471,13 +483,21 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     return dropped
 
 
+def _same_dates(text: str, turn: Turn, state: PipelineState) -> bool:
+    """Every date ``text`` resolves to is one its turn resolves to (the model, asked to
+    translate, also computes calendar dates, and gets them wrong)."""
+    ref = turn_date(turn, state.session)
+    return set(resolve_dates(text, ref)) <= set(resolve_dates(turn.content, ref))
+
+
 async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
     """Issue 16 item 5: a memory stays in the language of its turn. Each live entry whose
     language (:func:`~promem_fast.timeparse.language_of`: "en", "de", "zh") differs from
     its grounding user turn's is written again in the turn's language, one batched request.
     A rewrite is kept only when it is in that language and the turn states it
     (:func:`.screen.support` >= :data:`.screen.MIN_SUPPORT`); otherwise the entry stays as
-    it was (a fact is not lost for its language). The old text goes to ``original_text``."""
+    it was (a fact is not lost for its language), as it does when the rewrite names a date
+    the turn does not resolve to. The old text goes to ``original_text``."""
     turn_by_id = {t.turn_id: t for t in state.text_turns}
     todo: list[tuple[int, Turn, str]] = []
     for i in state.live_entries():
@@ -496,7 +516,8 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
     for (i, t, lang), out in zip(todo, outs):
         new = clean_text(out, state.user_name) if isinstance(out, str) else ""
         if (has_text(new) and language_of(new) == lang
-                and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT):
+                and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT
+                and _same_dates(new, t, state)):
             e = state.entries[i]
             e.original_text = e.original_text or e.text
             e.text = new
