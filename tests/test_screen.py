@@ -221,6 +221,20 @@ async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
         "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
 
 
+async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses():
+    rows = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
+    s = session(rows)
+    entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
+    ctx = make_ctx(session=s, services=make_services(rules={"verify": keyed({entry: [entry]})},
+                                                     nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora is skipping it because her ankle hurts."]
+    assert screen.split_clauses("Nora likes tea and coffee.", "Nora") == ["Nora likes tea and coffee."]
+
+
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
     rows = [("u1", "user", "My brother Teo moves to Oslo in June. I will help him pack.")]
     kept, why, _ = await screened(rows, [("Nora moves to Oslo in June.", ["u1"]),

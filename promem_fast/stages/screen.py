@@ -272,6 +272,31 @@ def is_compound(text: str) -> bool:
     return _JOINED.search(text.strip().rstrip(".!?")) is not None
 
 
+_SPLIT_AT = re.compile(r",?\s+(?:but|and then|and|while|whereas)\s+|;\s+", re.I)
+_PRONOUN_SUBJECT = re.compile(r"^(?:she|he|they)\b\s*", re.I)
+
+
+def split_clauses(text: str, user_name: str) -> list[str]:
+    """``text`` cut at ", but", "and", "while", ";" into sentences about the user: a part
+    that opens with "she" / "he" / "they" takes the user's name in its place, a part that
+    opens with a lower-case word (a verb: "is skipping it") gets the name before it. The
+    fallback when the decomposer gives the entry back whole. A part under 3 words joins the
+    one before it; one part means no split (returns ``[text]``)."""
+    parts = [x.strip(" ,.") for x in _SPLIT_AT.split(text.strip()) if x and x.strip(" ,.")]
+    out: list[str] = []
+    for k, part in enumerate(parts):
+        if k and len(part.split()) < 3 and out:
+            out[-1] = f"{out[-1].rstrip('.')} and {part}."
+            continue
+        if k:
+            if _PRONOUN_SUBJECT.match(part):
+                part = f"{user_name} {_PRONOUN_SUBJECT.sub('', part)}"
+            elif part[:1].islower():
+                part = f"{user_name} {part}"
+        out.append(part.rstrip(".") + ".")
+    return out if len(out) >= 2 else [text]
+
+
 _JOINED = re.compile(r"[,;:.!?]|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
 
 

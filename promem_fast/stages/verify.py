@@ -352,6 +352,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         split = []
     verdicts = await _nli_check(ctx, state, premise_turn, [(i, i, state.entries[i].text) for i in checkable])
     failed = list(split)
+    split = set(split)
     for i in checkable:
         e, t = state.entries[i], premise_turn[i]
         grounded_user = turn_by_id[e.ground_turn_id].role == "user"
@@ -378,6 +379,9 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             if has_text(f) and norm_key(f) not in seen:
                 seen.add(norm_key(f))
                 fs.append(f)
+        if i in split and len(fs) <= 1:
+            # the 1.5B decomposer gave the flagged compound back whole: cut it at its clauses
+            fs = screen.split_clauses(state.entries[i].text, name)
         facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
 
     # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise;
