@@ -242,14 +242,17 @@ _DE_EDGES = {"in", "im", "am", "an", "um", "bei", "zu", "zum", "zur", "und", "od
 
 _DE_FUNCTION = re.compile(r"\b(?:der|die|das|dem|den|des|und|ist|sind|nicht|ich|wir|du|er|sie|es|mein|meine|"
                           r"bei|mit|auf|für|von|zum|zur|ein|eine|einen|habe|hat|wird|an|im|am|nach|bin)\b", re.I)
-_EN_FUNCTION = re.compile(r"\b(?:the|a|an|and|is|are|was|not|i|we|you|he|she|it|my|his|her|their|at|on|of|"
-                          r"for|with|to|has|have|will|be|by|from|this|that)\b", re.I)
+# words that are not also German ("was", "will", "an", "in" are both)
+_EN_FUNCTION = re.compile(r"\b(?:the|a|and|is|are|not|i|we|you|he|she|it|my|his|her|their|at|on|of|"
+                          r"for|with|to|has|have|be|by|from|this|that)\b", re.I)
 
 
 def language_of(text: str) -> str:
     """"zh" for a text with CJK characters; "de" for one with more German than English
-    function words (or German letters and no English function word); else "en". A German
-    name ("München") in an English sentence leaves it English."""
+    function words (words both languages share, "was", "will", "an", "in", count for
+    neither), or with German letters and no English function word ("Nora visits Jürgen in
+    München." is "de": too little to tell); else "en". "München" in a sentence with an
+    English function word leaves it English."""
     if _CJK.search(text):
         return "zh"
     de, en = len(_DE_FUNCTION.findall(text)), len(_EN_FUNCTION.findall(text))
@@ -259,6 +262,12 @@ def language_of(text: str) -> str:
 
 
 _language = language_of
+
+
+def has_language_evidence(text: str) -> bool:
+    """``text`` has CJK characters or a German or English function word: enough to tell its
+    language (a short "Nora joggt gern." has none)."""
+    return bool(_CJK.search(text) or _DE_FUNCTION.search(text) or _EN_FUNCTION.search(text))
 
 
 def _resolve_other(text: str, ref: Optional[datetime], lang: str) -> list[str]:

@@ -142,16 +142,14 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora's sister flies in on Sunday.", "My sister flies in on Sunday.", False),  # the right person
     ("Nora went to Rome.", "Then I went to Rome.", False),
     ("Nora is doing something amazing.", "You\u2019re doing something amazing! Good luck!", True),  # typographic apostrophe
-    # a subject-less clause that addresses the other side in the second person
-    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - you're so patient!", True),
-    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - I'm so proud of it!", False),
-    ("Nora is restoring an old sailboat.", "Restoring an old sailboat this spring, slowly.", False),
     # someone else's possession (the other speaker's) pinned on the user
     ("Nora's new neighbours will love having her.", "Your new neighbours will love having you!", True),
     ("Nora's roommate Leo starts at the bakery.", "My roommate Leo starts at the bakery on Monday.", False),
-    # one of the entry's clauses is said of "you"
+    ("Nora's favorite restaurant is Luigi's.", "Their lasagna is why Luigi's is my favorite restaurant.", False),
+    # the clause with the entry's verb is said of "you"
     ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
     ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),
+    ("Nora bakes sourdough bread every weekend.", "I bake sourdough bread every weekend. Do you bake bread?", False),
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
@@ -166,6 +164,10 @@ def test_subject_clash(entry, turn, clash):
     ("Nora visited Paris last spring.", "Yes, last spring, it was amazing.", "Have you ever visited Paris?", False),
     # only a name comes from the other turn: the user's answer carries the fact
     ("Nora has been to Paris twice.", "Yes, I have been twice.", "I love Paris! Have you been?", False),
+    # the user says it holds for them too
+    ("Nora works as a nurse at the hospital.", "Me too, at the same hospital.", "I work as a nurse.", False),
+    # one word of the other's is not their news
+    ("Nora started working at a bakery.", "I've been working at a bakery since I moved.", "I started a new job.", False),
 ])
 def test_the_other_speakers_news_restated_about_the_user(entry, turn, before, borrowed):
     assert screen.borrowed_from_other(entry, "Nora", turn, before) is borrowed
@@ -175,6 +177,8 @@ def test_the_other_speakers_news_restated_about_the_user(entry, turn, before, bo
     ("Nora is interested in the harbour views.", "Loving the harbour views! Where was that?",
      "Our hotel had wonderful harbour views.", True),
     ("Nora loves harbour views.", "I love harbour views, I grew up by the sea.", "Our hotel had harbour views.", False),
+    # an answer to the other's question is the user's own
+    ("Nora loves hiking.", "Love hiking, especially in autumn.", "Do you love hiking?", False),
     # more than what the other side showed
     ("Nora enjoys the harbour walks.", "I walk along the harbour every evening.", "Here is a photo of the harbour.", False),
 ])
@@ -191,6 +195,11 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora is proud of her son Leo for finishing the marathon.", False),  # a third party the user told about
     ("Nora will see the dentist again next week.", False),
     ("Nora's son starts kindergarten in May.", False),
+    # opinions and pride with a referent of their own stay
+    ("Nora feels that her job is too stressful.", False),
+    ("Nora believes that kids should learn to cook.", False),
+    ("Nora is proud to be a nurse.", False),
+    ("Nora is kind to animals.", False),
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler
@@ -233,6 +242,27 @@ async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses(
     assert [state.entries[i].text for i in state.live_entries()] == [
         "Nora is skipping it because her ankle hurts."]
     assert screen.split_clauses("Nora likes tea and coffee.", "Nora") == ["Nora likes tea and coffee."]
+    assert screen.split_clauses("Nora likes tea but not coffee and plays chess on Sundays.", "Nora") == [
+        "Nora likes tea but not coffee and plays chess on Sundays."]
+    assert screen.split_clauses("Nora wants a dog, but her landlord does not allow pets.", "Nora") == [
+        "Nora wants a dog.", "her landlord does not allow pets."]
+    assert screen.split_clauses("Nora's mom is retired and they live in Spain.", "Nora") == [
+        "Nora's mom is retired and they live in Spain."]
+
+
+@pytest.mark.parametrize("entry, turn, before, clash", [
+    # a subject-less clause that goes on in the second person, about what the other just said
+    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - you're so patient!",
+     "I'm restoring an old sailboat this winter.", True),
+    ("Nora is restoring an old sailboat.", "Restoring an old sailboat - I'm so proud of it!",
+     "I'm restoring an old sailboat this winter.", False),
+    # the user's own news with a word to the other side
+    ("Nora booked flights to Lisbon.", "Finally booked flights to Lisbon - you were right about the prices!",
+     "Prices drop in March.", False),
+    ("Nora is training for a marathon in May.", "Training for a marathon in May - you should come!", "", False),
+])
+def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
+    assert screen.subject_clash(entry, "Nora", turn, before) is clash
 
 
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():

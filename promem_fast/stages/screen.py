@@ -45,17 +45,19 @@ anything everything lot really very much idea point sure definitely especially p
 impress admir compliment prais commend proud support encourag inspir motivat dedicat commit
 journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
-kind sweet lucky proud brave caring
-soon later bye goodbye next again
 """.split())
 _META_SET = frozenset(_META)
+# matched as whole words only ("kind" is not "kindergarten", "again" not "against")
+_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again".split())
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(
     r"^(?:agrees?|agreed|appreciates?|appreciated|thanks?|thanked|looks? forward|is looking forward|"
     r"is glad|was glad|is happy to|enjoy(?:s|ed)? (?:the|our|this|talking|chatting)|compliment(?:s|ed)?|"
-    r"prais(?:es|ed)|admires?|admired|(?:finds?|thinks?|believes?|feels?) (?:it|that|this)|hopes? (?:to )?(?:chat|talk)|"
-    r"is (?:proud|kind|sweet|nice) (?:of|to)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
+    r"prais(?:es|ed)|admires?|admired|finds? (?:it|this)|(?:thinks?|believes?|feels?) (?:that )?(?:it|this|that)(?:'s| is| was)|"
+    r"hopes? (?:to )?(?:chat|talk)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
+# praise of the person addressed: filler when its object is the other speaker (or "you")
+_PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
 # word is left beside the act.
 _ACT_START = re.compile(
@@ -144,7 +146,8 @@ def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
 
 
 def _substantive(words: Iterable[str]) -> list[str]:
-    return [w for w in words if not w.isascii() or not any(w.startswith(m) for m in _META_SET)]
+    return [w for w in words if not w.isascii()
+            or (w not in _META_EXACT and not any(w.startswith(m) for m in _META_SET))]
 
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
@@ -168,13 +171,18 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, sign-offs,
     "shared", "conversation", "great", ...); or it opens with a reaction ("agrees",
-    "appreciates", "looks forward", "finds it ...", "is proud of") and names nothing specific
+    "appreciates", "looks forward", "finds it ...", "believes it is ...") and names nothing specific
     (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
     word); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
-    one other content word. Numbers and non-ASCII words always count as content."""
+    one other content word; or it praises the other speaker ("is proud of Kai for ...",
+    "is kind to you"). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
+        return True
+    praise = _PRAISE_OF.match(body)
+    if praise and (re.match(r"(?:you|the assistant)\b", body[praise.start(1):], re.I)
+                   or _short_of(praise.group(1), {w.casefold() for o in others for w in _TOKEN.findall(o)})):
         return True
     if _REACTION_START.match(body):
         known = {w.casefold() for o in (*others, user_name) for w in _TOKEN.findall(o)}
@@ -204,7 +212,7 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     "likes / loves the X" (or "that X", "your X") with at most 2 content words, all of them
     in the other speaker's turn right before ("The colors blend so nicely!" after a photo of
     their painting -> "Caroline likes the blend nicely"); or an entry of at most 2
-    substantive words, all in that turn, drawn from a clause of ``turn_text`` that opens with
+    substantive words, all in that turn's statements (not its questions), drawn from a clause of ``turn_text`` that opens with
     a reaction and has no first person ("Loving the inclusivity!" -> "User is interested in
     inclusivity")."""
     body = _strip_subject(text, user_name)
@@ -217,7 +225,8 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     if not turn_text or _NON_LATIN.search(turn_text):
         return False
     words = _substantive(predicate_words(body, user_name))
-    if not 0 < len(words) <= 2 or not all(word_in(w, low) for w in words):
+    said = _statements(previous_other_turn).lower()  # an answer to "Do you like jazz?" is the user's
+    if not 0 < len(words) <= 2 or not all(word_in(w, said) for w in words):
         return False
     clause, n = _best_clause(words, turn_text.replace("\u2019", "'"))
     if clause is None or n < len(words):
@@ -266,38 +275,53 @@ def _clauses(text: str) -> list[str]:
 
 
 def is_compound(text: str) -> bool:
-    """``text`` joins parts with a comma, semicolon or "and", "but", "because", "so", "while",
-    ...: atomic decomposition may split it into facts of different people ("after" or "when"
-    only dates one fact)."""
+    """``text`` joins parts with a comma, semicolon, a sentence end, or "and", "but",
+    "because", "so", "while", ...: atomic decomposition may split it into facts of different
+    people ("after" or "when" only dates one fact; "St. Louis" and "3.5" join nothing)."""
     return _JOINED.search(text.strip().rstrip(".!?")) is not None
 
 
-_SPLIT_AT = re.compile(r",?\s+(?:but|and then|and|while|whereas)\s+|;\s+", re.I)
-_PRONOUN_SUBJECT = re.compile(r"^(?:she|he|they)\b\s*", re.I)
+_VERBS = (r"(?:is|was|are|were|has|had|have|will|would|can|could|does|did|plans|wants|likes|loves|hates|"
+          r"enjoys|needs|works|lives|\w+ed)\b")
+# "and" splits only before a new subject or a verb ("and is skipping it"), not "tea and coffee"
+_SPLIT_AT = re.compile(r"(,?\s+but\s+|;\s+|,\s+while\s+|,\s+whereas\s+|,?\s+and\s+(?=(?:she|he)\b|" + _VERBS + r"))",
+                       re.I)
+_HE_SHE = re.compile(r"^(?:she|he)\b\s*", re.I)
+# a part that opens with its verb ("is skipping it", "has two cats", "skipped it")
+_VERB_START = re.compile(r"^" + _VERBS, re.I)
+# a part that opens with a subject of its own ("her landlord", "Tomas", "they")
+_OWN_SUBJECT = re.compile(r"^(?:[A-Z]\w*|(?:her|his|their|my|our|the) \w+|they|it)\b")
 
 
 def split_clauses(text: str, user_name: str) -> list[str]:
-    """``text`` cut at ", but", "and", "while", ";" into sentences about the user: a part
-    that opens with "she" / "he" / "they" takes the user's name in its place, a part that
-    opens with a lower-case word (a verb: "is skipping it") gets the name before it. The
-    fallback when the decomposer gives the entry back whole. A part under 3 words joins the
-    one before it; one part means no split (returns ``[text]``)."""
-    parts = [x.strip(" ,.") for x in _SPLIT_AT.split(text.strip()) if x and x.strip(" ,.")]
-    out: list[str] = []
-    for k, part in enumerate(parts):
-        if k and len(part.split()) < 3 and out:
-            out[-1] = f"{out[-1].rstrip('.')} and {part}."
-            continue
-        if k:
-            if _PRONOUN_SUBJECT.match(part):
-                part = f"{user_name} {_PRONOUN_SUBJECT.sub('', part)}"
-            elif part[:1].islower():
-                part = f"{user_name} {part}"
-        out.append(part.rstrip(".") + ".")
-    return out if len(out) >= 2 else [text]
+    """``text`` cut at ", but", ", and", "but", ", while" and ";" into sentences: the
+    fallback when the decomposer gives a flagged compound entry back whole. Only for an
+    entry whose subject is the user (``User ...``): a later part that opens with "she" /
+    "he" takes the user's name in its place, one that opens with a verb ("is skipping it",
+    "skipped it") gets the name before it, one with its own subject ("her landlord does not
+    ...") stays as written; any other part, and one under 3 words, stays joined to the one
+    before it with its own separator ("likes tea but not coffee"). "and" cuts only before
+    "she" / "he" or a verb. Fewer than two parts: ``[text]``."""
+    if not subject_is_user(text, user_name):
+        return [text]
+    pieces = _SPLIT_AT.split(text.strip().rstrip("."))
+    parts: list[str] = [pieces[0].strip()]
+    for sep, part in zip(pieces[1::2], pieces[2::2]):
+        part = part.strip(" ,")
+        if len(part.split()) < 3 or len(parts[-1].split()) < 3:
+            parts[-1] = f"{parts[-1]}{sep}{part}"
+        elif _HE_SHE.match(part):
+            parts.append(f"{user_name} {_HE_SHE.sub('', part)}")
+        elif _VERB_START.match(part) and not re.match(r"(?:are|were|have)\b", part, re.I):
+            parts.append(f"{user_name} {part}")  # a plural verb has a plural subject: not the user alone
+        elif _OWN_SUBJECT.match(part):
+            parts.append(part)
+        else:  # "not coffee and ...": no subject or verb of its own
+            parts[-1] = f"{parts[-1]}{sep}{part}"
+    return [p.rstrip(".") + "." for p in parts] if len(parts) >= 2 else [text]
 
 
-_JOINED = re.compile(r"[,;:.!?]|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
+_JOINED = re.compile(r"[,;]|[.!?]\s+[A-Z]|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
 
 
 def _best_clause(words: Sequence[str], turn_text: str) -> tuple[Optional[str], int]:
@@ -319,33 +343,37 @@ def _user_subject_entry(text: str, user_name: str) -> bool:
     return _strip_subject(text, user_name) != text.strip()
 
 
-def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
+def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
     """True when the entry says the user did (or has) what the turn says someone else did.
 
     Only for entries that open with the user's name ("User ...", "User's ...") and ASCII
-    turns. The turn clause sharing most of the content words of the entry's main clause (at
-    least 2, or its only one) is found; the words before the first shared one are its subject
-    part. A clash is a subject part with no first-person "I" / "we" but another person in it:
-    "he", "she", "they", "you", a possessive with its noun ("my brother", "her coach"), a
-    possessive of someone else's ("Your future family ..." -> "User's future family ..."), or a capitalised name after the clause's first word that is
-    not the user's ("my brother Tomas flies in on Sunday" -> "User flies in on Sunday"). A
-    clause with no subject part ("Flew in on Sunday") is the user's unless the rest of it
-    addresses the other side in the second person and never in the first ("Taking in kids in
-    need - you're so kind" -> "User is taking in kids in need").
+    turns. The turn clause that states the entry's main clause is found (the clauses holding
+    its first content word, its verb as a rule, first; then most shared words, at least 2 or
+    its only one); the words before the first shared one are its subject part. With an "I" /
+    "we" there it is the user's. Otherwise a clash is:
+
+    * a subject part with "he", "she", "they" or "you", a possessive with its noun ("my
+      brother", "her coach") or a capitalised name after the clause's first word that is not
+      the user's ("my brother Tomas flies in on Sunday" -> "User flies in on Sunday");
+    * for "User's X ..." entries, only "your" in the subject part ("Your new neighbours will
+      love you" -> "User's new neighbours ..."): "my roommate Leo" is the right person;
+    * a clause with no subject part that goes on in the second person and never the first,
+      when the other speaker's turn before (``previous_other_turn``) holds half of the
+      entry's words: the user praises what the other said they do ("Restoring a boat -
+      you're so patient!" after "I'm restoring an old boat").
     """
     turn_text = turn_text.replace("\u2019", "'")
     if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text):
         return False
     # the entry's main clause: its reason clause ("..., because they ...") has other subjects
-    words = predicate_words(_clauses(text)[0], user_name)
+    clauses = _clauses(text)
+    words = predicate_words(clauses[0], user_name) if clauses else []
     if not words:
         return False
     names = {w.casefold() for w in _TOKEN.findall(user_name)}
     best, best_n = _best_clause(words, turn_text)
     if best is None or best_n < min(2, len(words)):
         return False
-    if len(words) >= 2 and any(_addresses_other(c, words) for c in _clauses(turn_text)):
-        return True
     toks = _TOKEN.findall(best)
     prefix: list[str] = []
     for tok in toks:
@@ -355,13 +383,13 @@ def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
     low = [t.lower() for t in prefix]
     if any(t in _FIRST_SINGULAR for t in low):
         return False
-    if any(t in _POSSESSIVE - {"my", "our"} for t in low):
-        return True
     if not [t for t in low if t not in _INTERJECTIONS]:
         rest = [t.lower() for t in toks[len(prefix):]]
-        return any(t in _SECOND_PERSON for t in rest) and not any(t in _FIRST_PERSON for t in rest)
+        return (any(t in _SECOND_PERSON for t in rest) and not any(t in _FIRST_PERSON for t in rest)
+                and bool(previous_other_turn) and support(text, user_name, previous_other_turn) >= MIN_SUPPORT)
     if not subject_is_user(text, user_name):
-        return False  # "User's roommate Leo ...": the turn's "my roommate Leo" is that person
+        # "User's roommate Leo ...": the turn's "my roommate Leo" is that person
+        return "your" in low
     if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low):
         return True
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
@@ -372,43 +400,43 @@ def subject_clash(text: str, user_name: str, turn_text: str) -> bool:
                for k, tok in enumerate(prefix))
 
 
-def _addresses_other(clause: str, words: Sequence[str]) -> bool:
-    """``clause`` holds 2 or more of ``words`` after a subject part in the second person
-    ("You're doing something amazing") with no first person: the user says it of the other side."""
-    low = clause.lower()
-    if sum(word_in(w, low) for w in words) < 2:
-        return False
-    prefix = []
-    for tok in _TOKEN.findall(clause):
-        if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
-            break
-        prefix.append(tok.lower())
-    return any(t in _SECOND_PERSON for t in prefix) and not any(t in _FIRST_PERSON for t in prefix)
-
-
 _INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
 _FIRST_PERSON = _FIRST_SINGULAR | frozenset("me my mine our ours".split())
+# the user takes the other's statement as their own ("Me too", "Same here")
+_SAME_HERE = re.compile(r"\b(?:me too|me as well|same(?: here| for me)?|so do i|so am i|so have i|i do too|"
+                        r"i am too|i have too|both of us)\b", re.I)
 
 
 def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
     """True when the entry's main clause takes words its user turn lacks from what the other
-    speaker just said about themselves: every content word of the clause missing from
-    ``turn_text`` is in a first-person clause of ``previous_other_turn``, and one of them is
-    not a name ("I ran a charity race last Saturday" / "That charity race sounds great!" ->
-    "User ran a charity race last Saturday": "ran" and "last" are the other speaker's).
-    ASCII turns only; False without a previous other turn."""
+    speaker just said about themselves: 2 or more of its content words are missing from
+    ``turn_text``, each of them is in a first-person statement (not a question) of
+    ``previous_other_turn``, and one is not a name ("I ran a charity race last Saturday" /
+    "That charity race sounds great!" -> "User ran a charity race last Saturday"). Not when
+    the user says it holds for them too ("Me too", "Same here"). ASCII turns only; False
+    without a previous other turn."""
     if not previous_other_turn or _NON_LATIN.search(turn_text + previous_other_turn):
         return False
-    main = _clauses(text)[0]
+    if _SAME_HERE.search(turn_text.replace("\u2019", "'")):
+        return False
+    clauses = _clauses(text)
+    if not clauses:
+        return False
+    main = clauses[0]
     missing = [w for w in predicate_words(main, user_name) if not word_in(w, turn_text.lower())]
-    if not missing:
+    if len(missing) < 2:
         return False
     casing = {t.casefold(): t for t in _TOKEN.findall(main)}
     if all(casing.get(w, w)[:1].isupper() for w in missing):
         return False
-    own = [c.lower() for c in _clauses(previous_other_turn.replace("\u2019", "'"))
+    own = [c.lower() for c in _clauses(_statements(previous_other_turn.replace("\u2019", "'")))
            if any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(c))]
     return bool(own) and all(any(word_in(w, c) for c in own) for w in missing)
+
+
+def _statements(text: str) -> str:
+    """``text`` without its questions ("Do you like jazz?")."""
+    return " ".join(x for x in _SENTENCE_END.split(text) if x.strip() and not x.strip().endswith("?"))
 
 
 def lexical_entailment(text: str, user_name: str, turn_text: str) -> bool:
@@ -434,11 +462,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 def focus_premise(turn_text: str, hypothesis: str, user_name: str, max_words: int) -> str:
-    """``turn_text`` cut for an NLI premise: unchanged when it has at most ``max_words``
-    words (or ``max_words`` is 0); else its sentences that hold most content words of
-    ``hypothesis``, each with the sentence after it (a "Not any more." that turns it
-    around), best first until ``max_words`` words, then put back in turn order. With no
-    sentence sharing a word, the turn's first ``max_words`` words. Shape: str in, str out."""
+    """``turn_text`` cut for an NLI premise. Unchanged when it has at most ``max_words``
+    words (or ``max_words`` is 0). Else its sentences that hold most content words of
+    ``hypothesis``, best first, each taken with its neighbours: the sentence after it (a
+    "Not any more." that turns it around) and, when it opens with a pronoun ("He sails it
+    every weekend."), the sentence before it. A sentence and its neighbours go in together
+    while the total stays within ``max_words`` (the best one always goes in, so a single
+    long sentence can exceed it); they are put back in turn order. With no sentence sharing
+    a word: the turn's first ``max_words`` words. Shape: str in, str out."""
     words = turn_text.split()
     if max_words <= 0 or len(words) <= max_words:
         return turn_text
@@ -451,12 +482,18 @@ def focus_premise(turn_text: str, hypothesis: str, user_name: str, max_words: in
     keep: set[int] = set()
     used = 0
     for k in order:
-        for j in (k, k + 1):
-            if j >= len(sents) or j in keep:
-                continue
-            n = len(sents[j].split())
-            if keep and used + n > max_words:
-                continue
-            keep.add(j)
-            used += n
+        group = [k]
+        if k > 0 and _PRONOUN_START.match(sents[k].strip()):
+            group.insert(0, k - 1)
+        if k + 1 < len(sents):
+            group.append(k + 1)
+        new = [j for j in group if j not in keep]
+        n = sum(len(sents[j].split()) for j in new)
+        if keep and used + n > max_words:
+            continue
+        keep.update(new)
+        used += n
     return " ".join(sents[k].strip() for k in sorted(keep))
+
+
+_PRONOUN_START = re.compile(r"(?:he|she|it|they|this|that|these|those|there)\b", re.I)

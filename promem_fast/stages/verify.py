@@ -41,7 +41,7 @@ from ..context import SessionContext
 from ..kernels import cross_reference
 from ..prompts.common import premise_text, turn_date
 from ..prompts.verify import adjudicate_request, decompose_request, restate_request
-from ..timeparse import language_of, resolve_dates
+from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from . import screen
 from .segment import turn_vectors
@@ -274,7 +274,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
         return QUOTED_REASON
-    if screen.subject_clash(text, name, turn.content):
+    if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.borrowed_from_other(text, name, turn.content, previous):
         return BORROWED_REASON
@@ -336,7 +336,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
             why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
-            if why and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
+            grounded_user = turn_by_id[e.ground_turn_id].role == "user"
+            if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
                 # and screen each atomic fact, rather than lose the user's part
                 logger.debug("split %r: %s", e.text[:60], why)
@@ -444,7 +445,9 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         if not survivors:
             e.discarded = True
             state.discard(e.text, "verify", "no atomic fact survived verification")
-        elif any(a.action != "kept" for a in atoms[i]):
+        elif any(a.action != "kept" for a in atoms[i]) or (i in split and _join(survivors) != e.text):
+            # a flagged compound is rebuilt from its atomic facts even when all of them pass:
+            # the flagged clause is not one of them as written
             e.original_text, e.text, e.status = e.text, _join(survivors), "revised"
         # else: every atomic fact entailed -> the entry is supported as written
 
@@ -510,7 +513,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         if t is None or t.role != "user":
             continue
         lang = language_of(t.content)
-        if lang != language_of(e.text):
+        if lang != language_of(e.text) and has_language_evidence(e.text) and has_language_evidence(t.content):
             todo.append((i, t, lang))
     if not todo:
         return
