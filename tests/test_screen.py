@@ -214,16 +214,24 @@ async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
     assert why == {"Nora won a chess tournament in Bergen.": BORROWED_REASON}
 
 
-async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
-    rows = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
+COACH = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
+
+
+async def verified_one(rows, entry, atoms):
+    """HV of one entry on ``rows`` (a lenient judge); the decomposer answers ``atoms``."""
     s = session(rows)
-    entry = "Nora moved the team run to Saturday and is skipping it because her ankle hurts."
-    rules = {"verify": keyed({entry: ["Nora moved the team run to Saturday.",
-                                      "Nora is skipping the team run because her ankle hurts."]})}
+    rules = {"verify": keyed({entry: atoms})}
     ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
     state.entries = [Entry(entry, "draft", "kept", ["u1"])]
     await verify_entries(ctx, state)
+    return state
+
+
+async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
+    state = await verified_one(
+        COACH, "Nora moved the team run to Saturday and is skipping it because her ankle hurts.",
+        ["Nora moved the team run to Saturday.", "Nora is skipping the team run because her ankle hurts."])
     assert [state.entries[i].text for i in state.live_entries()] == [
         "Nora is skipping the team run because her ankle hurts."]
     assert {d.text: d.reason for d in state.discarded} == {
@@ -231,14 +239,8 @@ async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
 
 
 async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses():
-    rows = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
-    s = session(rows)
     entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
-    ctx = make_ctx(session=s, services=make_services(rules={"verify": keyed({entry: [entry]})},
-                                                     nli=FakeNLI(default="entailment")))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
-    await verify_entries(ctx, state)
+    state = await verified_one(COACH, entry, [entry])
     assert [state.entries[i].text for i in state.live_entries()] == [
         "Nora is skipping it because her ankle hurts."]
     assert screen.split_clauses("Nora likes tea and coffee.", "Nora") == ["Nora likes tea and coffee."]
