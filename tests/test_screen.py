@@ -150,6 +150,9 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
     ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),
     ("Nora bakes sourdough bread every weekend.", "I bake sourdough bread every weekend. Do you bake bread?", False),
+    # the addressee's things, whatever the entry makes of them
+    ("Nora is making Kai's future family lucky.", "Your future family is gonna be so lucky to have you!", True),
+    ("Nora loves Kai's cooking.", "I love your cooking!", False),
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
@@ -200,6 +203,13 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora believes that kids should learn to cook.", False),
     ("Nora is proud to be a nurse.", False),
     ("Nora is kind to animals.", False),
+    # dialogue acts addressed to the other speaker, and a copied line
+    ("Nora congratulated Kai.", True),
+    ("Nora is asking Kai about anything new.", True),
+    ("Nora says 'Let's dance!'", True),
+    ("Nora told Kai about her new job at Acme.", False),   # news wrapped in a dialogue act
+    ("Nora invited Kai to her wedding in May.", False),
+    ("Nora asked her doctor about the rash.", False),
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler

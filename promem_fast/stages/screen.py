@@ -57,6 +57,12 @@ _REACTION_START = re.compile(
     r"prais(?:es|ed)|admires?|admired|finds? (?:it|this)|(?:thinks?|believes?|feels?) (?:that )?(?:it|this|that)(?:'s| is| was)|"
     r"hopes? (?:to )?(?:chat|talk)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
 # praise of the person addressed: filler when its object is the other speaker (or "you")
+# a line of the dialogue copied as a memory ("says 'Let's go!'")
+_QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|notes|noted|writes|wrote|replies|replied)"
+                            r"(?: that)?[:,]?\s*['\"\u201c\u2018]", re.I)
+# a dialogue act addressed to someone: filler when that someone is the other speaker
+_ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|wish\w*|encourag\w*|"
+                     r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
 # word is left beside the act.
@@ -175,10 +181,16 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
     word); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
     one other content word; or it praises the other speaker ("is proud of Kai for ...",
-    "is kind to you"). Numbers and non-ASCII words always count as content."""
+    "is kind to you"), addresses them ("congratulated Kai", "is asking Kai about ...") or
+    copies a line ("says 'Let's go!'"). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
+        return True
+    if _QUOTED_SPEECH.match(body):
+        return True
+    act = _ACT_TO.match(body)
+    if act and _short_of(act.group(1), {w.casefold() for o in others for w in _TOKEN.findall(o)}):
         return True
     praise = _PRAISE_OF.match(body)
     if praise and (re.match(r"(?:you|the assistant)\b", body[praise.start(1):], re.I)
@@ -390,8 +402,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     if not subject_is_user(text, user_name):
         # "User's roommate Leo ...": the turn's "my roommate Leo" is that person
         return "your" in low
-    if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low):
-        return True
+    if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low) or "your" in low:
+        return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
         return True
     # a capitalised name that is not the clause's first word (which is capitalised anyway)
