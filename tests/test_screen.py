@@ -277,6 +277,36 @@ def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
     assert screen.subject_clash(entry, "Nora", turn, before) is clash
 
 
+@pytest.mark.parametrize("entry, turn, to_other", [
+    ("Nora will get through it.", "It may be tough, but you will get through it!", True),
+    ("Nora takes breaks to dance.", "Don't forget to take breaks to dance!", True),
+    ("Nora's family will be lucky.", "Your family will be so lucky to have you!", True),
+    ("Nora has time to rehearse.", "Cool! Do you have time to rehearse this week?", True),
+    ("Nora will make time to dance.", "Gotta make time to dance, that's for sure.", False),  # casual, no "I"
+    ("Nora takes breaks to dance.", "I take breaks to dance when you are busy.", False),
+    ("Nora was inspired by the stories.", "The stories were so inspiring!", False),
+])
+def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
+    assert screen.said_to_other(entry, "Nora", turn) is to_other
+
+
+async def test_a_reread_fact_from_advice_to_the_other_side_is_discarded():
+    from promem_fast.stages.verify import NOT_SELF_REASON
+
+    rows = [("a1", "assistant", "Opening the studio is so stressful."),
+            ("u2", "user", "It may be tough! Make sure to take breaks. I nap every afternoon.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry("Nora takes breaks.", "detail", "recovered", ["u2"]),
+                     Entry("Nora takes breaks.", "draft", "kept", ["u2"]),
+                     Entry("Nora naps every afternoon.", "detail", "recovered", ["u2"])]
+    await verify_entries(ctx, state)
+    # the draft entry is not a re-read: the rule is for facts CC read again
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora takes breaks.", "Nora naps every afternoon."]
+    assert state.entries[0].discarded and {d.reason for d in state.discarded} == {NOT_SELF_REASON}
+
+
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
     rows = [("u1", "user", "My brother Teo moves to Oslo in June. I will help him pack.")]
     kept, why, _ = await screened(rows, [("Nora moves to Oslo in June.", ["u1"]),

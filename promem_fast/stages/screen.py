@@ -451,6 +451,32 @@ def _statements(text: str) -> str:
     return " ".join(x for x in _SENTENCE_END.split(text) if x.strip() and not x.strip().endswith("?"))
 
 
+def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
+    """The sentence of ``turn_text`` that states ``text`` (the one holding its clause with
+    most of its content words, :func:`_best_clause`) is said to the other side: it has
+    "you" / "your", or opens as advice ("Don't forget ...", "Make sure ..."), and has no
+    "I", "my", "me", "we" ("Your family will be lucky", "Don't forget to take breaks!").
+    Casual first-person turns that drop the "I" ("Gotta make time to dance") are not; nor,
+    for want of a tagger, a bare imperative ("Push through!"). False for turns in scripts these rules do not read
+    and for entries with no content word."""
+    turn_text = turn_text.replace("\u2019", "'")
+    if _NON_LATIN.search(turn_text):
+        return False
+    words = predicate_words(text, user_name)
+    clause, _ = _best_clause(words, turn_text) if words else (None, 0)
+    if clause is None:
+        return False
+    sentence = next((x for x in _SENTENCE_END.split(turn_text) if clause.strip() in x), clause)
+    toks = {t.lower() for t in _TOKEN.findall(sentence)}
+    if toks & _FIRST_PERSON:
+        return False
+    return bool(toks & (_SECOND_PERSON | {"your", "yours", "yourself"})) or bool(_ADVICE_START.match(sentence.strip()))
+
+
+# imperatives these rules can tell without a tagger
+_ADVICE_START = re.compile(r"(?:don'?t|do not|never|please|remember to|make sure|be sure to)\b", re.I)
+
+
 def lexical_entailment(text: str, user_name: str, turn_text: str) -> bool:
     """Every content word of ``text`` occurs in ``turn_text`` outside quotes, and the
     entry has at least 2 (a near-copy of the turn: the NLI call would only confirm it).

@@ -55,6 +55,7 @@ FILLER_REASON = "filler: nothing to recall later (pleasantry, praise, agreement 
 OTHER_SPEAKER_REASON = "about the other speaker, not the user"
 UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
+NOT_SELF_REASON = "re-read fact from a sentence said to the other side (advice, praise or a question)"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
@@ -257,10 +258,13 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
-                  other_turns: list[str]) -> Optional[str]:
+                  other_turns: list[str], reread: bool = False) -> Optional[str]:
     """Why ``text`` (an entry or atomic fact) is not a user fact stated by ``turn`` (a user
     turn), or None when it may go on to NLI (:mod:`.screen`). ``others``: names of the other
-    speakers; ``other_turns``: their turn texts (for the support of assistant words)."""
+    speakers; ``other_turns``: their turn texts (for the support of assistant words).
+    ``reread``: the entry was recovered by CC (an event or a turn read again), so its sentence
+    must not be one said to the other side (:func:`.screen.said_to_other`): such
+    re-reads turned advice and praise to the other side into user facts."""
     name = state.user_name
     previous = _previous_other(state, turn)
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
@@ -278,6 +282,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.borrowed_from_other(text, name, turn.content, previous):
         return BORROWED_REASON
+    if reread and screen.said_to_other(text, name, turn.content):
+        return NOT_SELF_REASON
     return None
 
 
@@ -335,7 +341,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         for i in checkable:
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
-            why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
+            why = screen_reason(state, e.text, premise_turn[i], others, other_turns, e.status == "recovered")
             grounded_user = turn_by_id[e.ground_turn_id].role == "user"
             if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
@@ -392,7 +398,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     if p.screen_entries:
         for i in failed:
             for k, f in enumerate(facts[i]):
-                why = screen_reason(state, f, premise_turn[i], others, other_turns)
+                why = screen_reason(state, f, premise_turn[i], others, other_turns,
+                                    state.entries[i].status == "recovered")
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
@@ -422,7 +429,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         revised = clean_text(ruling.get("revised_fact") or "", name)
         # a revision must itself pass the screen against the premise (the adjudicator can
         # write what the turn never said)
-        why = (screen_reason(state, revised, premise_turn[i], others, other_turns)
+        why = (screen_reason(state, revised, premise_turn[i], others, other_turns,
+                             state.entries[i].status == "recovered")
                if p.screen_entries and has_text(revised) else None)
         if why and ruling["action"] == "REVISE":
             a.action = "discarded"
