@@ -240,8 +240,9 @@ _PAST = re.compile(r"(?:letzte[nmrs]?|vorige[nmrs]?|vergangene[nmrs]?|上|昨)\s
 _DE_EDGES = {"in", "im", "am", "an", "um", "bei", "zu", "zum", "zur", "und", "oder", "seit", "bis", "ab"}
 
 
-_DE_FUNCTION = re.compile(r"\b(?:der|die|das|dem|den|des|und|ist|sind|nicht|ich|wir|du|er|sie|es|mein|meine|"
-                          r"bei|mit|auf|für|von|zum|zur|ein|eine|einen|habe|hat|wird|an|im|am|nach|bin)\b", re.I)
+# German words that are not also English ("die", "am", "an", "hat", "bin", "den" are both)
+_DE_FUNCTION = re.compile(r"\b(?:der|das|dem|des|und|ist|sind|nicht|ich|wir|du|sie|mein|meine|"
+                          r"bei|mit|auf|für|von|zum|zur|ein|eine|einen|habe|wird|nach|auch|oder|aber)\b", re.I)
 # words that are not also German ("was", "will", "an", "in" are both)
 _EN_FUNCTION = re.compile(r"\b(?:the|a|and|is|are|not|i|we|you|he|she|it|my|his|her|their|at|on|of|"
                           r"for|with|to|has|have|be|by|from|this|that)\b", re.I)

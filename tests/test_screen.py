@@ -444,12 +444,27 @@ async def test_an_entry_written_in_another_language_is_restated_in_its_turns():
     assert state.entries[0].original_text == "Jürgen starts at Siemens in München next Monday."
 
 
+async def test_a_failed_restatement_keeps_the_verified_entry():
+    from promem_fast.stages.verify import restore_language
+
+    s = session([("u1", "user", "Ich fange nächsten Montag bei Siemens an.")], "Jürgen")
+    ctx = make_ctx(session=s, services=make_services(rules={"verify": const("not JSON at all")}))
+    state = PipelineState.create(s, "Jürgen", dialogue_block(s, "Jürgen"))
+    state.entries = [Entry("Jürgen starts at Siemens next Monday.", "draft", "kept", ["u1"])]
+    state.entries[0].ground_turn_id = "u1"
+    await restore_language(ctx, state)
+    assert [e.text for e in state.entries] == ["Jürgen starts at Siemens next Monday."]
+    assert not state.entries[0].discarded
+
+
 def test_language_of_reads_function_words_not_a_german_name():
     from promem_fast.timeparse import language_of
 
     assert language_of("Jürgen starts his job at Siemens in München on Monday.") == "en"
     assert language_of("Jürgen fängt nächsten Montag bei Siemens an.") == "de"
     assert language_of("我下个月要去成都。") == "zh"
+    # English words German also has ("am", "an", "die", "hat") do not make a sentence German
+    assert language_of("I am an artist and my hat is red.") == "en"
 
 
 def test_a_long_premise_is_cut_to_the_sentences_about_the_hypothesis():

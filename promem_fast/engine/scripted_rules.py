@@ -26,6 +26,7 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
 * adjudication ``{"action", "revised_fact"}``: DISCARD a fact with "Mars"; REVISE others to
   the turn's first 8 words.
 * QA answer ``{"answer"}``: the first 12 words of the first memory shown, else "I don't know".
+* a fact written again in its turn's language (a JSON string): the fact unchanged.
 * relation probe / answerability / dialogue support, v1 evidence: fixed shapes; the
   boolean answers come from a CRC32 of the text, so they vary but never by run.
 """
@@ -107,6 +108,8 @@ def _kind(schema: Optional[dict]) -> str:
         if keys == {"answer"}:
             return "answer"
         return "details"  # {turn_id: [str]}
+    if t == "string":
+        return "text"
     if t == "array":
         items = schema.get("items") or {}
         if items.get("type") == "object" and "answerable" in (items.get("properties") or {}):
@@ -140,6 +143,9 @@ def respond(req: LLMRequest) -> str:
     user = _user_name(block, task)
     max_items = (req.json_schema or {}).get("maxItems", 20) if req.json_schema else 20
 
+    if kind == "text":  # a fact written again (in its turn's language): the fact as it was
+        m = re.search(r"Fact: (.*)", task)
+        return json.dumps(m.group(1).strip() if m else "", ensure_ascii=False)
     if kind == "judge":
         prem = re.search(r"Turn: (.*)", text)
         hyp = re.search(r"Entry: (.*)", text)

@@ -43,6 +43,7 @@ from ..prompts.common import premise_text, turn_date
 from ..prompts.verify import adjudicate_request, decompose_request, restate_request
 from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
+from ..structured import StructuredOutputError
 from . import screen
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
@@ -525,9 +526,14 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
             todo.append((i, t, lang))
     if not todo:
         return
-    outs = await ctx.llm_json(
-        [restate_request(premise_text(t, state.session, state.user_name), state.entries[i].text, lang)
-         for i, t, lang in todo], "verify")
+    try:
+        outs = await ctx.llm_json(
+            [restate_request(premise_text(t, state.session, state.user_name), state.entries[i].text, lang)
+             for i, t, lang in todo], "verify")
+    except StructuredOutputError as exc:
+        # a repair, not a stage: the verified entries stay as they are
+        logger.warning("session %s: entries kept in their language: %s", state.session.session_id, exc)
+        return
     for (i, t, lang), out in zip(todo, outs):
         new = clean_text(out, state.user_name) if isinstance(out, str) else ""
         if (has_text(new) and language_of(new) == lang
