@@ -262,8 +262,6 @@ def language_of(text: str) -> str:
     return "en"
 
 
-_language = language_of
-
 
 def has_language_evidence(text: str) -> bool:
     """``text`` has CJK characters or a German or English function word: enough to tell its
@@ -336,7 +334,7 @@ def resolve_dates(text: str, ref: Optional[datetime]) -> list[str]:
     """
     if not text:
         return []
-    lang = _language(text)
+    lang = language_of(text)
     if lang != "en":
         return _resolve_other(text, ref, lang)
     if not _CANDIDATE_RE.search(text):

@@ -87,8 +87,10 @@ _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we
 _OTHER_SUBJECT = frozenset("he she they he's she's they're they've you you're you've you'd you'll ya your yours "
                            "yourself his her their".split())
 _SECOND_PERSON = frozenset("you you're you've you'd you'll ya".split())
+_ADDRESSEE = _SECOND_PERSON | frozenset("your yours yourself".split())
 _POSSESSIVE = frozenset("my our his her their your".split())
 _TOKEN = re.compile(r"[\w'’]+", re.U)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _CLAUSE_CUT = re.compile(r"[.!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
 
 
@@ -189,15 +191,16 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         return True
     if _QUOTED_SPEECH.match(body):
         return True
+    other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)
-    if act and _short_of(act.group(1), {w.casefold() for o in others for w in _TOKEN.findall(o)}):
+    if act and _short_of(act.group(1), other_names):
         return True
     praise = _PRAISE_OF.match(body)
     if praise and (re.match(r"(?:you|the assistant)\b", body[praise.start(1):], re.I)
-                   or _short_of(praise.group(1), {w.casefold() for o in others for w in _TOKEN.findall(o)})):
+                   or _short_of(praise.group(1), other_names)):
         return True
     if _REACTION_START.match(body):
-        known = {w.casefold() for o in (*others, user_name) for w in _TOKEN.findall(o)}
+        known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
         names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
         return not names and not _SPECIFIC.search(body)
     act = _ACT_START.match(body)
@@ -237,8 +240,10 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     if not turn_text or _NON_LATIN.search(turn_text):
         return False
     words = _substantive(predicate_words(body, user_name))
+    if not 0 < len(words) <= 2:
+        return False
     said = _statements(previous_other_turn).lower()  # an answer to "Do you like jazz?" is the user's
-    if not 0 < len(words) <= 2 or not all(word_in(w, said) for w in words):
+    if not all(word_in(w, said) for w in words):
         return False
     clause, n = _best_clause(words, turn_text.replace("\u2019", "'"))
     if clause is None or n < len(words):
@@ -470,7 +475,7 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     toks = {t.lower() for t in _TOKEN.findall(sentence)}
     if toks & _FIRST_PERSON:
         return False
-    return bool(toks & (_SECOND_PERSON | {"your", "yours", "yourself"})) or bool(_ADVICE_START.match(sentence.strip()))
+    return bool(toks & _ADDRESSEE) or bool(_ADVICE_START.match(sentence.strip()))
 
 
 # imperatives these rules can tell without a tagger
@@ -494,9 +499,6 @@ def best_supporting_turn(text: str, user_name: str, turns: Sequence[tuple[str, s
         if best is None or s > best[1]:
             best = (tid, s)
     return best
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 def focus_premise(turn_text: str, hypothesis: str, user_name: str, max_words: int) -> str:

@@ -258,6 +258,11 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON)
 
 
+def _reread(entry) -> bool:
+    """The entry was recovered by CC (an event or a turn read again)."""
+    return entry.status == "recovered"
+
+
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
                   other_turns: list[str], reread: bool = False) -> Optional[str]:
     """Why ``text`` (an entry or atomic fact) is not a user fact stated by ``turn`` (a user
@@ -336,19 +341,20 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             state.entries[i].discarded = True
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
     others, other_turns = _other_speakers(state)
+    split: set[int] = set()  # compounds the screen flagged for one clause: decomposed without NLI
     if p.screen_entries:
         user_turns = {t.turn_id: t for t in state.user_text_turns}
-        kept, split = [], []
+        kept = []
         for i in checkable:
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
-            why = screen_reason(state, e.text, premise_turn[i], others, other_turns, e.status == "recovered")
+            why = screen_reason(state, e.text, premise_turn[i], others, other_turns, _reread(e))
             grounded_user = turn_by_id[e.ground_turn_id].role == "user"
             if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
                 # and screen each atomic fact, rather than lose the user's part
                 logger.debug("split %r: %s", e.text[:60], why)
-                split.append(i)
+                split.add(i)
             elif why:
                 e.discarded = True
                 e.ground_turn_id = premise_turn[i].turn_id
@@ -356,11 +362,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             else:
                 kept.append(i)
         checkable = kept
-    else:
-        split = []
     verdicts = await _nli_check(ctx, state, premise_turn, [(i, i, state.entries[i].text) for i in checkable])
-    failed = list(split)
-    split = set(split)
+    failed = sorted(split)  # in entry order, as the screen met them
     for i in checkable:
         e, t = state.entries[i], premise_turn[i]
         grounded_user = turn_by_id[e.ground_turn_id].role == "user"
@@ -399,8 +402,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     if p.screen_entries:
         for i in failed:
             for k, f in enumerate(facts[i]):
-                why = screen_reason(state, f, premise_turn[i], others, other_turns,
-                                    state.entries[i].status == "recovered")
+                why = screen_reason(state, f, premise_turn[i], others, other_turns, _reread(state.entries[i]))
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
@@ -430,8 +432,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         revised = clean_text(ruling.get("revised_fact") or "", name)
         # a revision must itself pass the screen against the premise (the adjudicator can
         # write what the turn never said)
-        why = (screen_reason(state, revised, premise_turn[i], others, other_turns,
-                             state.entries[i].status == "recovered")
+        why = (screen_reason(state, revised, premise_turn[i], others, other_turns, _reread(state.entries[i]))
                if p.screen_entries and has_text(revised) else None)
         if why and ruling["action"] == "REVISE":
             a.action = "discarded"
