@@ -197,8 +197,8 @@ PROBES = {
     "A: Alice started a new job": {"question": "Why did Alice buy a bike?"},
 }
 ANSWERABLE = {
-    "What did Alice do after adopting Max?": {"answerable": True, "answer": "took Max to the park"},
-    "Why did Alice buy a bike?": {"answerable": False, "answer": ""},
+    "What did Alice do after adopting Max?": {"answerable": True},
+    "Why did Alice buy a bike?": {"answerable": False},
 }
 SUPPORTED = {"Claim: A leads to B.": True}
 # "park near house" (t3) is in no verified entry, so t3 is read again; the answer repeats e2

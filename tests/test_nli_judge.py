@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -9,25 +10,37 @@ import pytest
 
 from promem_fast.backends.base import LLMRequest
 from promem_fast.backends.llm.scripted import ScriptedLLM
-from promem_fast.backends.nli.llm_judge import JUDGE_SCHEMA, LLMJudgeNLI, parse_label
+from promem_fast.backends.nli.llm_judge import JUDGE_SCHEMA, LLMJudgeNLI, parse_label, parse_labels
 from promem_fast.backends.registry import create_nli
 from promem_fast.config import Config, NLIConfig
 from promem_fast.context import Services, SessionContext
 from promem_fast.schema import Session, Turn
 
 _TURN = re.compile(r"Turn: (.*)\nEntry: (.*)", re.S)
+_GROUP = re.compile(r"Turn: (.*?)\n(Entry 1: .*)", re.S)
 
 
-def word_judge(req: LLMRequest) -> str:
-    """Entailment when every word of the entry occurs in the turn; 'not' in the entry -> contradiction."""
-    premise, hyp = _TURN.search(req.messages[-1]["content"]).groups()
+def _word_label(premise: str, hyp: str) -> str:
     words = set(premise.lower().split())
     hw = hyp.lower().split()
     if "not" in hw:
-        return '{"label": "contradiction"}'
-    if all(w in words for w in hw):
+        return "false"
+    return "true" if all(w in words for w in hw) else "not mentioned"
+
+
+def word_judge(req: LLMRequest) -> str:
+    """Entailment when every word of the entry occurs in the turn; 'not' in the entry -> contradiction.
+    A grouped request ("Entry 1: ...") is answered entry by entry with the same rule."""
+    content = req.messages[-1]["content"]
+    group = _GROUP.search(content)
+    if group:
+        hyps = re.findall(r"^Entry \d+: (.*)$", group.group(2), re.M)
+        return json.dumps({"labels": [_word_label(group.group(1), h) for h in hyps]})
+    premise, hyp = _TURN.search(content).groups()
+    label = _word_label(premise, hyp)
+    if label == "true":
         return '```json\n{"label": "entailment"}\n```'  # fenced, as small models do
-    return '{"label": "neutral"}'
+    return json.dumps({"label": {"false": "contradiction", "not mentioned": "neutral"}[label]})
 
 
 PAIRS = [
@@ -41,7 +54,7 @@ PAIRS = [
 
 async def test_labels_order_and_dedup():
     llm = ScriptedLLM(rules={"nli": word_judge})
-    nli = create_nli(NLIConfig(backend="llm"), llm=llm)
+    nli = create_nli(NLIConfig(backend="llm", judge_group=1), llm=llm)
     assert isinstance(nli, LLMJudgeNLI)
     res = await nli.classify(PAIRS)
     assert [r.label for r in res] == ["entailment", "neutral", "contradiction", "entailment", "neutral"]
@@ -53,11 +66,52 @@ async def test_labels_order_and_dedup():
         assert req.max_tokens <= 32
 
 
-async def test_usage_is_returned_per_unique_request():
+async def test_pairs_sharing_a_premise_go_in_one_request():
+    llm = ScriptedLLM(rules={"nli": word_judge})
+    nli = create_nli(NLIConfig(backend="llm"), llm=llm)  # judge_group 4 by default
+    res = await nli.classify(PAIRS)
+    assert [r.label for r in res] == ["entailment", "neutral", "contradiction", "entailment", "neutral"]
+    assert llm.generate_calls == 1 and len(llm.calls) == 2
+    grouped, single = llm.calls
+    assert grouped.messages[-1]["content"] == (
+        "Turn: Melanie painted a sunset at the lake\nEntry 1: melanie painted a sunset\nEntry 2: melanie did not paint")
+    labels = grouped.json_schema["properties"]["labels"]
+    assert (labels["minItems"], labels["maxItems"]) == (2, 2)
+    assert single.json_schema == JUDGE_SCHEMA  # a premise with one hypothesis keeps the one-entry prompt
+
+
+async def test_groups_are_capped_at_judge_group():
+    llm = ScriptedLLM(rules={"nli": word_judge})
+    nli = LLMJudgeNLI(NLIConfig(judge_group=2), llm=llm)
+    pairs = [("a b c d e", h) for h in ("a", "b", "z", "not c", "e")]
+    res = await nli.classify(pairs)
+    assert [r.label for r in res] == ["entailment", "entailment", "neutral", "contradiction", "entailment"]
+    sizes = [len(re.findall(r"^Entry", r.messages[-1]["content"], re.M)) for r in llm.calls]
+    assert sizes == [2, 2, 1]
+
+
+async def test_group_answer_of_wrong_length_is_neutral_with_warning(caplog):
+    llm = ScriptedLLM(rules={"nli": '{"labels": ["true"]}'})
+    nli = LLMJudgeNLI(NLIConfig(), llm=llm)
+    with caplog.at_level(logging.WARNING, logger="promem_fast.backends.nli.llm_judge"):
+        res = await nli.classify([("a b", "a"), ("a b", "b"), ("a b", "c")])
+    assert [r.label for r in res] == ["neutral"] * 3
+    assert sum("unreadable" in r.message and "3 hypotheses" in r.message for r in caplog.records) == 1
+
+
+def test_parse_labels():
+    assert parse_labels('{"labels": ["true", "not mentioned", "False"]}', 3) == ["entailment", "neutral", "contradiction"]
+    assert parse_labels('["true", "true"]', 2) == ["entailment", "entailment"]
+    assert parse_labels('{"labels": ["true"]}', 2) is None
+    assert parse_labels('{"labels": ["true", "maybe"]}', 2) is None
+    assert parse_labels("yes", 1) is None
+
+
+async def test_usage_is_returned_per_request():
     llm = ScriptedLLM(rules={"nli": word_judge})
     nli = LLMJudgeNLI(NLIConfig(), llm=llm)
     results, usage = await nli.classify_with_usage(PAIRS)
-    assert len(results) == 5 and len(usage) == 3
+    assert len(results) == 5 and len(usage) == 2  # 3 unique pairs over 2 premises
     assert all(u.prompt_tokens > 10 and u.completion_tokens >= 2 for u in usage)
     assert await nli.classify_with_usage([]) == ([], [])
     assert llm.generate_calls == 1  # empty input does not call the LLM
@@ -111,7 +165,7 @@ async def test_session_context_charges_judge_tokens_to_stage():
     res = await ctx.nli(PAIRS, stage="verify")
     assert len(res) == 5
     st = ctx.stats["verify"]
-    assert st.nli_pairs == 5 and st.llm_calls == 3
+    assert st.nli_pairs == 5 and st.llm_calls == 2  # 3 unique pairs, 2 premises
     assert st.prompt_tokens == sum(len(" ".join(m["content"] for m in r.messages).split()) for r in llm.calls)
 
 

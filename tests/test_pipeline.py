@@ -373,7 +373,7 @@ def test_session_opening_with_assistant_and_consecutive_same_role_turns():
         "relations": const([["E1", "temporal", "E2"]]),
         "draft": const([{"fact": "Bo took his puppy Max to the park.", "turns": ["u3"]}]),
         "relation_verify": relation_rule({"A:": {"question": "What happened after the park?"}},
-                                         {"": {"answerable": False, "answer": ""}}, {"Claim:": True}),
+                                         {"": {"answerable": False}}, {"Claim:": True}),
     }
     g, svc = run(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
     assert [(t.turn_ids) for t in g.topics] == [["a1", "a2", "u3", "u4"]]

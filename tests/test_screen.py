@@ -210,6 +210,14 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora told Kai about her new job at Acme.", False),   # news wrapped in a dialogue act
     ("Nora invited Kai to her wedding in May.", False),
     ("Nora asked her doctor about the rash.", False),
+    # a short claim about an unnamed "it"
+    ("Nora considers it special to her.", True),
+    ("Nora is excited to see where it takes her.", True),
+    ("Nora finds it hard to sleep before night shifts.", False),
+    ("Nora sold it to Teo.", False),
+    # a reaction joined to news: the news keeps it
+    ("Nora is glad she has Kai in her corner and is looking for a studio downtown.", False),
+    ("Nora is glad she has Kai in her corner.", True),
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler
@@ -493,3 +501,43 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     sessions = sessions_of(cases)
     assert all(1 <= len(s.turns) <= 4 and s.turns[0].role == "user" for s in sessions)
     assert all(c["expect"] for c in cases)
+
+
+@pytest.mark.parametrize("turn, own", [
+    # praise, advice and questions to the other side: nothing of the speaker's own
+    ("Wow, Nora! Taking in kids in need - you're so kind. Your family will be so lucky to have you!", "Wow, Nora!"),
+    ("Believe in yourself! You got this. Don't forget to take breaks.", ""),
+    ("Got time to rehearse this week? Let's meet at six.", ""),
+    # first person before "you" stays; a question that tells of the speaker stays
+    ("I'd like to tell you about my job. What about you?", "I'd like to tell you about my job."),
+    ("Can you suggest a hotel for my trip to Rome?", "Can you suggest a hotel for my trip to Rome?"),
+    # dropped "I" and generic "you" are the speaker's own
+    ("Never had the chance to go. Been to Oslo once.", "Never had the chance to go. Been to Oslo once."),
+    ("Marley flooring is great: it lets you move.", "Marley flooring is great: it lets you move."),
+])
+def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):
+    assert screen.own_statements(turn) == own
+
+
+async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
+    from promem_fast.stages.complete import recover_from_details
+    rows = [("t0", "assistant", "I ran a charity race on Saturday."),
+            ("t1", "user", "You're so brave! Your family must be proud of you."),
+            ("t2", "assistant", "Thanks! Any plans?"),
+            ("t3", "user", "Wow! I adopted a cat named Pip. You would love her.")]
+    s = session(rows)
+    asked = []
+
+    def reread(req):
+        asked.append(req.messages[-1]["content"])
+        return json.dumps(["Nora adopted a cat named Pip.", "Nora would love her cat."])
+
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": reread}))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.details = [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"), ("t3", "would love her")]
+    added = await recover_from_details(ctx, state)
+    assert len(asked) == 1  # t1 only praises the other speaker
+    assert "Wow! I adopted a cat named Pip." in asked[0] and "You would love her" not in asked[0]
+    assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
+    assert [state.entries[i].text for i in added] == ["Nora adopted a cat named Pip."]
+    assert any("would love" in d.text for d in state.discarded)

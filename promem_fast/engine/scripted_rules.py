@@ -19,7 +19,8 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
   fifth fact gets " on Mars" appended, which the judge cannot entail.
 * relations ``[[a, type, b]]``: consecutive event pairs, alternating causal / temporal (<= 3).
 * NLI judge ``{"label"}``: entailment when every word of the entry (the user's name and
-  filler aside) occurs in the turn, else neutral.
+  filler aside) occurs in the turn, else neutral; a grouped judgement ``{"labels"}``: the
+  same rule per ``Entry k:`` line ("true" / "not mentioned").
 * a turn read again for its uncovered details ``[str]``: ``"<user> said <last 8 words>"``.
 * atomic decomposition ``[str]``: the entry split before " on Mars" when present, else in
   two halves.
@@ -95,6 +96,8 @@ def _kind(schema: Optional[dict]) -> str:
         keys = set(props)
         if keys == {"label"}:
             return "judge"
+        if keys == {"labels"}:
+            return "judge_group"
         if "evidence_turn" in keys:
             return "evidence"
         if keys == {"question"}:
@@ -151,6 +154,11 @@ def respond(req: LLMRequest) -> str:
         hyp = re.search(r"Entry: (.*)", text)
         ok = bool(prem and hyp) and _entailed(prem.group(1), hyp.group(1))
         return json.dumps({"label": "entailment" if ok else "neutral"})
+    if kind == "judge_group":
+        prem = re.search(r"Turn: (.*)", text)
+        hyps = re.findall(r"^Entry \d+: (.*)$", text, re.M)
+        return json.dumps({"labels": ["true" if prem and _entailed(prem.group(1), h) else "not mentioned"
+                                      for h in hyps]})
 
     if kind == "answer":  # QA: the first retrieved memory, or a refusal when none was given
         mem = re.search(r"^Memories:\n- (?:\[[^\]]*\] )?(.+)$", text, re.M)
@@ -237,7 +245,7 @@ def respond(req: LLMRequest) -> str:
 
     if kind == "answerable":
         qs = re.findall(r"Question \d+: (.*)", task)
-        out = [{"answerable": _crc(q) % 3 == 0, "answer": "from memory" if _crc(q) % 3 == 0 else ""} for q in qs]
+        out = [{"answerable": _crc(q) % 3 == 0} for q in qs]
         return json.dumps(out)
 
     if kind == "supported":

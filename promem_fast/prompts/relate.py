@@ -14,7 +14,7 @@ from ..backends.base import LLMRequest
 from .common import QUESTION_CHARS, session_messages, standalone_messages, text_schema
 
 PROBE_MAX_TOKENS = 80
-ANSWERABLE_MAX_TOKENS = 90
+ANSWERABLE_MAX_TOKENS = 12
 SUPPORTED_MAX_TOKENS = 16
 
 PROBE_SCHEMA = {
@@ -25,8 +25,8 @@ PROBE_SCHEMA = {
 }
 ANSWERABLE_SCHEMA = {
     "type": "object",
-    "properties": {"answerable": {"type": "boolean"}, "answer": text_schema(QUESTION_CHARS)},
-    "required": ["answerable", "answer"],
+    "properties": {"answerable": {"type": "boolean"}},
+    "required": ["answerable"],
     "additionalProperties": False,
 }
 SUPPORTED_SCHEMA = {
@@ -62,13 +62,15 @@ def memory_block(entries: Sequence[str]) -> str:
 def answerable_request(memory: str, questions: Sequence[str]) -> LLMRequest:
     """Can each of ``questions`` be answered from the flat memory alone?
 
-    Output JSON: ``[{"answerable": bool, "answer": str}, ...]``, exactly one item per
-    question, in order (the schema fixes the length).
+    Output JSON: ``[{"answerable": bool}, ...]``, exactly one item per question, in order
+    (the schema fixes the length). Only the verdict is asked for: the boolean comes first
+    in the JSON, so an answer text written after it could not change it, and it cost
+    about 30 completion tokens a question.
     """
     lines = "\n".join(f"Question {k + 1}: {q}" for k, q in enumerate(questions))
     instr = (
         f"{lines}\nFor each question, in order: using only the memory entries above, is the answer "
-        'stated or directly implied? JSON: [{"answerable": true or false, "answer": "..."}, ...]'
+        'stated or directly implied? JSON: [{"answerable": true or false}, ...]'
     )
     n = len(questions)
     schema = {"type": "array", "minItems": n, "maxItems": n, "items": ANSWERABLE_SCHEMA}

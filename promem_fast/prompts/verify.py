@@ -55,7 +55,10 @@ def adjudicate_request(premise: str, fact: str) -> LLMRequest:
 
 def restate_request(premise: str, fact: str, language: str) -> LLMRequest:
     """Write ``fact`` again in the language of its source turn (``language``: "de", "zh",
-    "en"), names exactly as the turn spells them. Output JSON: a string."""
+    "en"), names exactly as the turn spells them. ``premise``: the turn's text without its
+    date (shown the date, the 1.5B model turned "nächsten Montag" into a wrong calendar
+    date; the entry's dates are resolved from the turn's words afterwards). Output JSON: a
+    string."""
     lang = LANGUAGE_NAMES.get(language, language)
     instr = (
         f"Source turn: {premise}\nFact: {fact}\n"

@@ -16,6 +16,8 @@ import logging
 from ..context import SessionContext
 from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
+from ..schema import Turn
+from . import screen
 from .extract import content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
 
@@ -105,7 +107,9 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the
     user's name does not count as a content word. Other facts are dropped with a logged reason
     (with the 1.5B model, a turn that only announces a topic, "I'd like to share my food
-    preference", was answered with invented foods). The caller verifies the new entries (HV, §3.4).
+    preference", was answered with invented foods). With ``pipeline.screen_entries`` a turn
+    is read only for what it says of its speaker (:func:`_own_missing`), and a fact needs half
+    its content words from those sentences. The caller verifies the new entries (HV, §3.4).
 
     Returns:
         Indices (into ``state.entries``) of the added entries.
@@ -119,7 +123,10 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     if not missing or p.max_detail_recoveries == 0:
         return []
     by_id = {t.turn_id: t for t in state.user_text_turns}
-    todo = sorted((t for t in missing if t in by_id), key=lambda t: (-len(missing[t]), state.turn_pos[t]))
+    missing = {t: ds for t, ds in missing.items() if t in by_id}
+    if p.screen_entries:
+        missing, by_id = _own_missing(state, missing, by_id)
+    todo = sorted(missing, key=lambda t: (-len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
                             p.max_recovered_facts) for t in todo]
@@ -138,9 +145,13 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
             if any(norm_key(fixed) == norm_key(t) or _mostly_in(words, t) for t in live):
                 logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
                 continue
+            said = by_id[tid].content
             if not (any(_states_all(content_words(d), low) for d in missing[tid])
-                    or _mostly_in(words, by_id[tid].content.lower())):
+                    or _mostly_in(words, said.lower())):
                 state.discard(fixed, STAGE, f"states none of the missing details and is not read from turn {tid}")
+                continue
+            if p.screen_entries and screen.support(fixed, state.user_name, said) < screen.MIN_SUPPORT:
+                state.discard(fixed, STAGE, f"not read from what turn {tid} says of its speaker")
                 continue
             live.append(fixed.lower())
             state.entries.append(Entry(text=fixed, origin="detail", status="recovered", source_turn_ids=[tid]))
@@ -148,3 +159,30 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
             logger.info("session %s: recovered from the details of %s: %r",
                         state.session.session_id, tid, fixed[:120])
     return added
+
+
+def _own_missing(state: PipelineState, missing: dict[str, list[str]],
+                 by_id: dict[str, Turn]) -> tuple[dict[str, list[str]], dict[str, Turn]]:
+    """Restrict the re-read to what each turn says of its speaker
+    (:func:`.screen.own_statements`): a missing detail stays when at least
+    :data:`.screen.MIN_SUPPORT` of its content words are in those sentences and it is not
+    filler ("Hey Jon!"); a turn with none left is not read again, and the others are read
+    as those sentences only. With the 1.5B model, re-reading a whole turn of praise or
+    advice to the other speaker ("Your family will be lucky", "Push through, you got this")
+    wrote it down as the user's own fact. Returns (missing, turns) for the turns kept."""
+    name = state.user_name
+    others = sorted({t.speaker for t in state.session.turns if t.role != "user" and t.speaker
+                     and t.speaker.casefold() != name.casefold()})
+    kept: dict[str, list[str]] = {}
+    turns: dict[str, Turn] = {}
+    for tid, details in missing.items():
+        own = screen.own_statements(by_id[tid].content)
+        ds = [d for d in details if own and screen.support(d, name, own) >= screen.MIN_SUPPORT
+              and not screen.is_filler(d, name, others)]
+        if not ds:
+            logger.debug("session %s: recover: turn %s says nothing new of its speaker",
+                         state.session.session_id, tid)
+            continue
+        kept[tid] = ds
+        turns[tid] = by_id[tid] if own == by_id[tid].content else by_id[tid].model_copy(update={"content": own})
+    return kept, turns

@@ -72,8 +72,7 @@ async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[Ed
     open_edges = []
     for (a, t, b), q, ans in zip(cand, questions, answers):
         if ans["answerable"]:
-            state.discard(edge_text(state, a, t, b), "relation_verify",
-                          f"implicit: answerable from memory ({clean_text(ans.get('answer', ''))[:200]})")
+            state.discard(edge_text(state, a, t, b), "relation_verify", "implicit: answerable from memory")
         else:
             open_edges.append((a, t, b, q))
     if not open_edges:

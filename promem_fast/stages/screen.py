@@ -181,10 +181,11 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     "shared", "conversation", "great", ...); or it opens with a reaction ("agrees",
     "appreciates", "looks forward", "finds it ...", "believes it is ...") and names nothing specific
     (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
-    word); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
+    word, at most 2 substantive words: "finds it hard to sleep before night shifts" stays); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
     one other content word; or it praises the other speaker ("is proud of Kai for ...",
     "is kind to you"), addresses them ("congratulated Kai", "is asking Kai about ...") or
-    copies a line ("says 'Let's go!'"). Numbers and non-ASCII words always count as content."""
+    copies a line ("says 'Let's go!'"); or it is a short claim about an unnamed "it" / "this"
+    (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
@@ -200,11 +201,26 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
                    or _short_of(praise.group(1), other_names)):
         return True
     if _REACTION_START.match(body):
+        parts = split_clauses(text, user_name)
+        if len(parts) > 1:  # "is glad he has Kai in his corner and is looking for a studio"
+            return all(is_filler(x, user_name, others) for x in parts)
         known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
         names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
-        return not names and not _SPECIFIC.search(body)
+        return not names and not _SPECIFIC.search(body) and len(words) <= 2
     act = _ACT_START.match(body)
-    return bool(act) and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1
+    if act and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1:
+        return True
+    return _vague(body, words)
+
+
+def _vague(body: str, words: Sequence[str]) -> bool:
+    """A short claim about an "it" / "this" the entry never names ("considers it special",
+    "is excited to see where it takes her"): at most 2 substantive words, no capitalised
+    name after the first word, no number or non-ASCII word."""
+    toks = _TOKEN.findall(body)
+    if not any(t.lower() in ("it", "this") for t in toks) or len(words) > 2 or _SPECIFIC.search(body):
+        return False
+    return not any(t[:1].isupper() for t in toks[1:])
 
 
 def _short_of(token: str, names: set[str]) -> bool:
@@ -478,6 +494,50 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     return bool(toks & _ADDRESSEE) or bool(_ADVICE_START.match(sentence.strip()))
 
 
+def own_statements(turn_text: str) -> str:
+    """The sentences of ``turn_text`` in which its speaker tells about their own life, in
+    turn order, joined by spaces; "" when it has none. A sentence is left out when it:
+
+    - asks something and has no "I" / "my" / "me" / "we" ("Got time to rehearse?"; "Can
+      you suggest a hotel for my trip?" stays);
+    - states something to the other side ("you", "your", "yourself") before any
+      first-person word ("You're doing something amazing!", "Your family will be lucky";
+      "I'd like to tell you about my job" stays; the generic "you" of "it lets you move" is
+      not the other side);
+    - opens as advice or a suggestion ("Don't forget ...", "Make sure ...", "Let's ...";
+      "Never had the chance" is a dropped "I").
+
+    What is left still includes casual sentences that drop the "I" ("Lost my job yesterday",
+    "Been only to Rome once") and plain statements ("Both parents are deceased"). Used by the
+    completeness check on details to choose what a turn is re-read for (a turn that only
+    praises, asks or advises the other speaker has nothing to re-read). Turns in scripts
+    these rules do not read come back whole. Shape: str in, str out."""
+    text = turn_text.replace("\u2019", "'")
+    if _NON_LATIN.search(text):
+        return turn_text
+    keep = []
+    for sent in _SENTENCE_END.split(text):
+        sent = sent.strip()
+        if not sent:
+            continue
+        toks = [t.lower() for t in _TOKEN.findall(sent)]
+        first = next((k for k, t in enumerate(toks) if t in _FIRST_PERSON), None)
+        addressed = next((k for k, t in enumerate(toks) if t in _ADDRESSEE
+                          and not (t == "you" and k and toks[k - 1] in _GENERIC_YOU)), None)
+        if sent.rstrip("!. ").endswith("?"):
+            if first is None:
+                continue
+        elif addressed is not None and (first is None or first > addressed):
+            continue
+        if _SUGGESTION_START.match(sent):
+            continue
+        keep.append(sent)
+    return " ".join(keep)
+
+
+_SUGGESTION_START = re.compile(r"(?:don'?t|do not|please|remember to|make sure|be sure to|let'?s|let us)\b", re.I)
+# "you" as anyone ("it lets you move", "makes you think")
+_GENERIC_YOU = frozenset("lets let makes make helps help gives give keeps".split())
 # imperatives these rules can tell without a tagger
 _ADVICE_START = re.compile(r"(?:don'?t|do not|never|please|remember to|make sure|be sure to)\b", re.I)
 

@@ -529,7 +529,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         return
     try:
         outs = await ctx.llm_json(
-            [restate_request(premise_text(t, state.session, state.user_name), state.entries[i].text, lang)
+            [restate_request(t.content, state.entries[i].text, lang)
              for i, t, lang in todo], "verify")
     except StructuredOutputError as exc:
         # a repair, not a stage: the verified entries stay as they are

@@ -8,9 +8,13 @@ neutral. Small models answer "is it true according to the turn" far better than 
 the NLI terms: on 8 hand-labelled LoCoMo-style pairs the 1.5B embedded model got 6 right
 this way and 3 with the entailment/neutral/contradiction wording.
 
-Unique pairs are sent as one ``llm.generate`` call (one request per unique pair) so the
-backend can batch them. The prompt is kept short: the embedded default is a 1.5B model on
-a few CPU cores.
+Unique pairs are sent as one ``llm.generate`` call so the backend can batch them. Pairs
+that share a premise go in one request of up to ``NLIConfig.judge_group`` hypotheses
+(``Entry 1: ...``, answered ``{"labels": [...]}``, one label per entry): HV checks several
+entries, and every atomic fact of an entry, against the same turn, and one premise per
+request instead of one per pair cut the judge's prompt tokens. A premise with a single
+hypothesis keeps the one-entry prompt. The prompts are kept short: the embedded default is
+a 1.5B model on a few CPU cores.
 """
 
 from __future__ import annotations
@@ -39,6 +43,49 @@ _SYSTEM = (
     "true, false, or not mentioned? Dates in brackets tell when the turn was said. "
     'Answer with JSON {"label": "true" | "false" | "not mentioned"}.'
 )
+
+
+_GROUP_SYSTEM = (
+    "You check memory entries against one chat turn. According to the turn, is each entry "
+    "true, false, or not mentioned? Dates in brackets tell when the turn was said. "
+    'Answer with JSON {"labels": [...]}, one of "true", "false", "not mentioned" per entry, in order.'
+)
+
+
+def group_schema(n: int) -> dict[str, Any]:
+    """JSON schema of a grouped judgement: exactly ``n`` labels."""
+    return {
+        "type": "object",
+        "properties": {"labels": {"type": "array", "minItems": n, "maxItems": n,
+                                  "items": {"type": "string", "enum": list(ANSWERS)}}},
+        "required": ["labels"],
+        "additionalProperties": False,
+    }
+
+
+def group_messages(premise: str, hypotheses: Sequence[str]) -> list[dict[str, str]]:
+    """Chat messages asking for the NLI label of each hypothesis (memory entry) against one
+    premise (dialogue turn); entries numbered from 1."""
+    lines = "\n".join(f"Entry {k + 1}: {h}" for k, h in enumerate(hypotheses))
+    return [
+        {"role": "system", "content": _GROUP_SYSTEM},
+        {"role": "user", "content": f"Turn: {premise}\n{lines}"},
+    ]
+
+
+def parse_labels(text: str, n: int) -> Optional[list[str]]:
+    """The ``n`` labels of a grouped judgement, or None when the completion does not hold
+    exactly ``n`` readable labels (``{"labels": [...]}`` or a bare list)."""
+    try:
+        value = parse_json(text)
+    except StructuredOutputError:
+        return None
+    if isinstance(value, dict):
+        value = value.get("labels")
+    if not isinstance(value, list) or len(value) != n:
+        return None
+    labels = [_to_label(v) if isinstance(v, str) else None for v in value]
+    return None if any(x is None for x in labels) else labels  # type: ignore[return-value]
 
 
 def judge_messages(premise: str, hypothesis: str) -> list[dict[str, str]]:
@@ -76,7 +123,8 @@ class LLMJudgeNLI:
     """NLI backend that asks an :class:`LLMBackend` (registry name ``"llm"``).
 
     Args:
-        cfg: NLIConfig (only its identity matters here; the LLM's own config sets the model).
+        cfg: NLIConfig; its ``judge_group`` is the most hypotheses judged against one premise
+            in one request (None: 1, one request per pair). The LLM's own config sets the model.
         llm: the LLM backend to ask; required.
         max_tokens: completion cap per judgement (tokens); the answer is ~8 tokens.
 
@@ -92,6 +140,7 @@ class LLMJudgeNLI:
         self.cfg = cfg
         self.llm = llm
         self.max_tokens = max_tokens
+        self.group = max(1, int(getattr(cfg, "judge_group", 1) or 1))
         self.model_name = f"llm-judge:{getattr(llm, 'model_name', getattr(llm, 'name', 'llm'))}"
 
     async def classify_with_usage(
@@ -100,7 +149,8 @@ class LLMJudgeNLI:
         """Classify (premise, hypothesis) pairs and return the LLM responses spent on them.
 
         Returns:
-            (results in input order, one LLMResponse per *unique* pair) — the caller
+            (results in input order, one LLMResponse per request: a unique pair, or up to
+            ``judge_group`` unique pairs with one premise) — the caller
             charges the responses' tokens to its stage (context.SessionContext.nli).
             An unreadable answer becomes ``neutral`` (logged), so the entry goes on to
             atomic verification rather than being kept unverified.
@@ -111,32 +161,44 @@ class LLMJudgeNLI:
         index: dict[tuple[str, str], int] = {}
         slot = [index.setdefault(pair, len(index)) for pair in pairs]
         unique = list(index)
-        requests = [
-            LLMRequest(
-                messages=judge_messages(p, h),
-                json_schema=JUDGE_SCHEMA,
-                max_tokens=self.max_tokens,
-                temperature=0.0,
-                stage="nli",
-            )
-            for p, h in unique
-        ]
+        by_premise: dict[str, list[int]] = {}
+        for k, (p, _) in enumerate(unique):
+            by_premise.setdefault(p, []).append(k)
+        groups = [ks[j:j + self.group] for ks in by_premise.values() for j in range(0, len(ks), self.group)]
+        requests = [self._request([unique[k] for k in g]) for g in groups]
         responses = await self.llm.generate(requests)
         if len(responses) != len(requests):
             raise RuntimeError(
                 f"LLM backend returned {len(responses)} responses for {len(requests)} NLI requests"
             )
-        verdicts = []
-        for (p, h), resp in zip(unique, responses):
-            label = None if resp.finish_reason == "length" else parse_label(resp.text)
-            if label is None:
+        verdicts: list[Optional[NLIResult]] = [None] * len(unique)
+        for g, resp in zip(groups, responses):
+            if resp.finish_reason == "length":
+                labels = None
+            elif len(g) == 1:
+                one = parse_label(resp.text)
+                labels = [one] if one is not None else None
+            else:
+                labels = parse_labels(resp.text, len(g))
+            if labels is None:
                 logger.warning(
-                    "NLI judge output unreadable (finish_reason=%s): %r; using 'neutral' for hypothesis %r",
-                    resp.finish_reason, resp.text[:200], h[:80],
+                    "NLI judge output unreadable (finish_reason=%s): %r; using 'neutral' for %d hypotheses from %r",
+                    resp.finish_reason, resp.text[:200], len(g), unique[g[0]][1][:80],
                 )
-                label = "neutral"
-            verdicts.append(NLIResult(label, {k: float(k == label) for k in LABELS}))
-        return [verdicts[i] for i in slot], list(responses)
+                labels = ["neutral"] * len(g)
+            for k, label in zip(g, labels):
+                verdicts[k] = NLIResult(label, {x: float(x == label) for x in LABELS})
+        return [verdicts[i] for i in slot], list(responses)  # type: ignore[misc]
+
+    def _request(self, pairs: Sequence[tuple[str, str]]) -> LLMRequest:
+        if len(pairs) == 1:
+            (p, h), = pairs
+            return LLMRequest(messages=judge_messages(p, h), json_schema=JUDGE_SCHEMA,
+                              max_tokens=self.max_tokens, temperature=0.0, stage="nli")
+        n = len(pairs)
+        return LLMRequest(messages=group_messages(pairs[0][0], [h for _, h in pairs]),
+                          json_schema=group_schema(n), max_tokens=8 + self.max_tokens * n,
+                          temperature=0.0, stage="nli")
 
     async def classify(self, pairs: Sequence[tuple[str, str]]) -> list[NLIResult]:
         """pairs: (premise, hypothesis). Results in input order; probs are one-hot."""
