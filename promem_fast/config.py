@@ -84,8 +84,9 @@ class NLIConfig(_Cfg):
     provider: str = Field(default="auto", description="ONNX Runtime EP: auto | cpu | cuda | tensorrt.")
     batch_tokens: int = Field(default=8192, description="Token budget of one NLI batch.")
     judge_group: int = Field(
-        default=4, ge=1,
-        description="llm: most hypotheses judged against one premise in one request; 1 = one request per pair.")
+        default=1, ge=1,
+        description=("llm: most hypotheses judged against one premise in one request; 1 = one request per pair "
+                     "(grouped, the 1.5B judge rejected true preference facts: docs/pipeline.md)."))
     cache_dir: Optional[str] = Field(default=None, description="Where exported ONNX models are cached.")
 
 

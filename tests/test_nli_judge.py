@@ -68,7 +68,7 @@ async def test_labels_order_and_dedup():
 
 async def test_pairs_sharing_a_premise_go_in_one_request():
     llm = ScriptedLLM(rules={"nli": word_judge})
-    nli = create_nli(NLIConfig(backend="llm"), llm=llm)  # judge_group 4 by default
+    nli = create_nli(NLIConfig(backend="llm", judge_group=4), llm=llm)
     res = await nli.classify(PAIRS)
     assert [r.label for r in res] == ["entailment", "neutral", "contradiction", "entailment", "neutral"]
     assert llm.generate_calls == 1 and len(llm.calls) == 2
@@ -92,11 +92,23 @@ async def test_groups_are_capped_at_judge_group():
 
 async def test_group_answer_of_wrong_length_is_neutral_with_warning(caplog):
     llm = ScriptedLLM(rules={"nli": '{"labels": ["true"]}'})
-    nli = LLMJudgeNLI(NLIConfig(), llm=llm)
+    nli = LLMJudgeNLI(NLIConfig(judge_group=4), llm=llm)
     with caplog.at_level(logging.WARNING, logger="promem_fast.backends.nli.llm_judge"):
         res = await nli.classify([("a b", "a"), ("a b", "b"), ("a b", "c")])
     assert [r.label for r in res] == ["neutral"] * 3
     assert sum("unreadable" in r.message and "3 hypotheses" in r.message for r in caplog.records) == 1
+
+
+async def test_an_entry_and_its_own_main_clause_are_judged_apart():
+    llm = ScriptedLLM(rules={"nli": word_judge})
+    nli = LLMJudgeNLI(NLIConfig(judge_group=4), llm=llm)
+    premise = "nora likes tea because it is warm and nora runs"
+    entry, head = "nora likes tea because it is warm", "nora likes tea"
+    res = await nli.classify([(premise, entry), (premise, head), (premise, "nora runs")])
+    assert [r.label for r in res] == ["entailment"] * 3
+    groups = [re.findall(r"^Entry \d+: (.*)$", r.messages[-1]["content"], re.M) or
+              [_TURN.search(r.messages[-1]["content"]).group(2)] for r in llm.calls]
+    assert groups == [[entry, "nora runs"], [head]]
 
 
 def test_parse_labels():
@@ -109,7 +121,7 @@ def test_parse_labels():
 
 async def test_usage_is_returned_per_request():
     llm = ScriptedLLM(rules={"nli": word_judge})
-    nli = LLMJudgeNLI(NLIConfig(), llm=llm)
+    nli = LLMJudgeNLI(NLIConfig(judge_group=4), llm=llm)
     results, usage = await nli.classify_with_usage(PAIRS)
     assert len(results) == 5 and len(usage) == 2  # 3 unique pairs over 2 premises
     assert all(u.prompt_tokens > 10 and u.completion_tokens >= 2 for u in usage)
@@ -165,7 +177,7 @@ async def test_session_context_charges_judge_tokens_to_stage():
     res = await ctx.nli(PAIRS, stage="verify")
     assert len(res) == 5
     st = ctx.stats["verify"]
-    assert st.nli_pairs == 5 and st.llm_calls == 2  # 3 unique pairs, 2 premises
+    assert st.nli_pairs == 5 and st.llm_calls == 3  # one request per unique pair (judge_group 1)
     assert st.prompt_tokens == sum(len(" ".join(m["content"] for m in r.messages).split()) for r in llm.calls)
 
 

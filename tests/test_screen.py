@@ -13,7 +13,7 @@ from promem_fast.schema import Session, Turn
 from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
-    ASSISTANT_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    ASKED_REASON, ASSISTANT_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -214,10 +214,13 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora considers it special to her.", True),
     ("Nora is excited to see where it takes her.", True),
     ("Nora finds it hard to sleep before night shifts.", False),
+    ("Nora finds it wonderful to chat.", True),
     ("Nora sold it to Teo.", False),
     # a reaction joined to news: the news keeps it
     ("Nora is glad she has Kai in her corner and is looking for a studio downtown.", False),
     ("Nora is glad she has Kai in her corner.", True),
+    ("Nora moved this spring.", False),
+    ("Nora looks forward to hearing more about Kai's painting class.", True),
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler
@@ -344,6 +347,20 @@ async def test_world_knowledge_the_turn_never_states_is_discarded():
 async def test_a_quoted_line_is_not_the_users_statement(turn):
     kept, why, _ = await screened([("u1", "user", turn)], [("Nora is worn out after the long flight.", ["u1"])])
     assert kept == [] and why == {"Nora is worn out after the long flight.": QUOTED_REASON}
+
+
+# --- asked, not stated -----------------------------------------------------------------------
+
+async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
+    rows = [("a1", "assistant", "I have been looking at places for the bakery."),
+            ("u1", "user", "Nice! Did you find the right spot for the bakery yet? I signed the lease for my flat."),
+            ("u2", "user", "Can you find me a quiet hotel for my trip to Oslo?")]
+    kept, why, _ = await screened(rows, [("Nora found the right spot for the bakery.", ["u1"]),
+                                         ("Nora signed the lease for her flat.", ["u1"]),
+                                         ("Nora is planning a trip to Oslo.", ["u2"])])
+    # a question with "my" tells of the user; one without it only asks
+    assert kept == ["Nora signed the lease for her flat.", "Nora is planning a trip to Oslo."]
+    assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
 
 
 # --- the lexical fast path -------------------------------------------------------------------
@@ -514,6 +531,13 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     # dropped "I" and generic "you" are the speaker's own
     ("Never had the chance to go. Been to Oslo once.", "Never had the chance to go. Been to Oslo once."),
     ("Marley flooring is great: it lets you move.", "Marley flooring is great: it lets you move."),
+    # a first-person word keeps the sentence whatever comes before it
+    ("You know, I've been running since 2019.", "You know, I've been running since 2019."),
+    ("Your advice helped me get the job at Google.", "Your advice helped me get the job at Google."),
+    ("Please note that I'm allergic to peanuts.", "Please note that I'm allergic to peanuts."),
+    # emoji do not make a turn foreign; a German turn comes back whole
+    ("You're so kind! \U0001F60A Your family will be lucky.", ""),
+    ("Kannst du mir helfen, meine Reise nach Rom zu planen?", "Kannst du mir helfen, meine Reise nach Rom zu planen?"),
 ])
 def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):
     assert screen.own_statements(turn) == own
@@ -541,3 +565,18 @@ async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
     assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
     assert [state.entries[i].text for i in added] == ["Nora adopted a cat named Pip."]
     assert any("would love" in d.text for d in state.discarded)
+
+
+async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_its_speaker():
+    from promem_fast.stages.complete import recover_from_details
+    rows = [("t0", "assistant", "How was the weekend?"),
+            ("t1", "user", "I bought a kayak. Your lake trip with the cousins sounds great!")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
+        ["Nora bought a kayak.", "Nora bought a kayak for the lake trip with the cousins."])}))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.details = [("t1", "bought kayak")]
+    added = await recover_from_details(ctx, state)
+    assert [state.entries[i].text for i in added] == ["Nora bought a kayak."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Nora bought a kayak for the lake trip with the cousins.": "not read from what turn t1 says of its speaker"}

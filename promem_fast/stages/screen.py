@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional, Sequence
 
+from ..timeparse import language_of
 from .extract import content_words, word_in
 
 # Non-ASCII words (CJK runs have no spaces) count when half their character pairs occur.
@@ -56,6 +57,8 @@ _REACTION_START = re.compile(
     r"is glad|was glad|is happy to|enjoy(?:s|ed)? (?:the|our|this|talking|chatting)|compliment(?:s|ed)?|"
     r"prais(?:es|ed)|admires?|admired|finds? (?:it|this)|(?:thinks?|believes?|feels?) (?:that )?(?:it|this|that)(?:'s| is| was)|"
     r"hopes? (?:to )?(?:chat|talk)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
+# "finds it hard to sleep" (2+ substantive words): a difficulty of the user's own, not a reaction
+_FINDS_IT_TO = re.compile(r"^finds? (?:it|this) (?:\w+ ){1,2}to \w+", re.I)
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 # a line of the dialogue copied as a memory ("says 'Let's go!'")
 _QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|notes|noted|writes|wrote|replies|replied)"
@@ -143,6 +146,28 @@ def unquoted(turn_text: str) -> str:
     return turn_text
 
 
+def _without_questions_to_other(turn_text: str) -> str:
+    """``turn_text`` without the questions that have no "I" / "my" / "we" ("Did you find
+    the right spot?"; "Can you find a hotel for my trip?" stays)."""
+    text = turn_text.replace("\u2019", "'")
+    return " ".join(x for x in _SENTENCE_END.split(text)
+                    if not (x.strip().rstrip("!. ").endswith("?")
+                            and not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON))
+
+
+def asked_only(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
+    with questions to the other side that have no first-person word: the user asked it,
+    and did not say it of themselves ("Did you find the right spot for the studio?" ->
+    "User found the right spot for her studio"; "Got time to rehearse?" -> "User has time
+    to rehearse")."""
+    bare = _without_questions_to_other(turn_text)
+    if bare.strip() == turn_text.replace("\u2019", "'").strip():
+        return False
+    return (support(text, user_name, turn_text) >= MIN_SUPPORT
+            and support(text, user_name, bare) < MIN_SUPPORT)
+
+
 def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
     with its quoted spans: the user quoted someone else's line."""
@@ -181,10 +206,10 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     "shared", "conversation", "great", ...); or it opens with a reaction ("agrees",
     "appreciates", "looks forward", "finds it ...", "believes it is ...") and names nothing specific
     (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
-    word, at most 2 substantive words: "finds it hard to sleep before night shifts" stays); or it opens with a dialogue act ("shared", "mentioned", "told") and has at most
-    one other content word; or it praises the other speaker ("is proud of Kai for ...",
+    word; "finds it hard to sleep" states a difficulty, not a reaction); or it opens with a
+    dialogue act ("shared", "mentioned", "told") and has at most one other content word; or it praises the other speaker ("is proud of Kai for ...",
     "is kind to you"), addresses them ("congratulated Kai", "is asking Kai about ...") or
-    copies a line ("says 'Let's go!'"); or it is a short claim about an unnamed "it" / "this"
+    copies a line ("says 'Let's go!'"); or it is a short claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
@@ -206,7 +231,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
             return all(is_filler(x, user_name, others) for x in parts)
         known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
         names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
-        return not names and not _SPECIFIC.search(body) and len(words) <= 2
+        own_difficulty = _FINDS_IT_TO.match(body) and sum(not w.startswith("find") for w in words) >= 2
+        return not names and not _SPECIFIC.search(body) and not own_difficulty
     act = _ACT_START.match(body)
     if act and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1:
         return True
@@ -214,11 +240,12 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
 
 
 def _vague(body: str, words: Sequence[str]) -> bool:
-    """A short claim about an "it" / "this" the entry never names ("considers it special",
-    "is excited to see where it takes her"): at most 2 substantive words, no capitalised
-    name after the first word, no number or non-ASCII word."""
+    """A short claim about an "it" the entry never names ("considers it special", "is
+    excited to see where it takes her"): at most 2 substantive words, no capitalised name
+    after the first word, no number or non-ASCII word ("this" is left alone: "moved this
+    spring")."""
     toks = _TOKEN.findall(body)
-    if not any(t.lower() in ("it", "this") for t in toks) or len(words) > 2 or _SPECIFIC.search(body):
+    if "it" not in (t.lower() for t in toks) or len(words) > 2 or _SPECIFIC.search(body):
         return False
     return not any(t[:1].isupper() for t in toks[1:])
 
@@ -394,6 +421,9 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
       when the other speaker's turn before (``previous_other_turn``) holds half of the
       entry's words: the user praises what the other said they do ("Restoring a boat -
       you're so patient!" after "I'm restoring an old boat").
+
+    A request to the other side for the user ("Can you find me a hotel for my trip?") is
+    not a clash.
     """
     turn_text = turn_text.replace("\u2019", "'")
     if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text):
@@ -416,6 +446,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     low = [t.lower() for t in prefix]
     if any(t in _FIRST_SINGULAR for t in low):
         return False
+    if _REQUEST.match(" ".join(low)) and any(t in _FIRST_PERSON for t in low):
+        return False  # "Can you find me a hotel for my trip to Oslo?": the trip is the user's
     if not [t for t in low if t not in _INTERJECTIONS]:
         rest = [t.lower() for t in toks[len(prefix):]]
         return (any(t in _SECOND_PERSON for t in rest) and not any(t in _FIRST_PERSON for t in rest)
@@ -433,6 +465,7 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
                for k, tok in enumerate(prefix))
 
 
+_REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) you\b")
 _INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
 _FIRST_PERSON = _FIRST_SINGULAR | frozenset("me my mine our ours".split())
 # the user takes the other's statement as their own ("Me too", "Same here")
@@ -498,22 +531,23 @@ def own_statements(turn_text: str) -> str:
     """The sentences of ``turn_text`` in which its speaker tells about their own life, in
     turn order, joined by spaces; "" when it has none. A sentence is left out when it:
 
-    - asks something and has no "I" / "my" / "me" / "we" ("Got time to rehearse?"; "Can
-      you suggest a hotel for my trip?" stays);
-    - states something to the other side ("you", "your", "yourself") before any
-      first-person word ("You're doing something amazing!", "Your family will be lucky";
-      "I'd like to tell you about my job" stays; the generic "you" of "it lets you move" is
-      not the other side);
-    - opens as advice or a suggestion ("Don't forget ...", "Make sure ...", "Let's ...";
-      "Never had the chance" is a dropped "I").
+    - has no "I" / "my" / "me" / "we" and asks something ("Got time to rehearse?"), speaks
+      to the other side with "you", "your", "yourself" ("You're doing something amazing!",
+      "Your family will be lucky"; the generic "you" of "it lets you move" is not the other
+      side), or opens as advice or a suggestion ("Don't forget ...", "Let's ...").
 
-    What is left still includes casual sentences that drop the "I" ("Lost my job yesterday",
+    A sentence with a first-person word always stays ("Can you suggest a hotel for my trip?",
+    "You know, I've been running since 2019", "Please note that I'm allergic to peanuts").
+
+    What is left includes casual sentences that drop the "I" ("Lost my job yesterday",
     "Been only to Rome once") and plain statements ("Both parents are deceased"). Used by the
     completeness check on details to choose what a turn is re-read for (a turn that only
-    praises, asks or advises the other speaker has nothing to re-read). Turns in scripts
-    these rules do not read come back whole. Shape: str in, str out."""
+    praises, asks or advises the other speaker has nothing to re-read). Turns these English
+    rules do not read come back whole: letters outside Latin scripts, or a turn
+    :func:`~promem_fast.timeparse.language_of` does not call English (emoji and symbols do
+    not count). Shape: str in, str out."""
     text = turn_text.replace("\u2019", "'")
-    if _NON_LATIN.search(text):
+    if any(c.isalpha() and ord(c) > 0x24F for c in text) or language_of(text) != "en":
         return turn_text
     keep = []
     for sent in _SENTENCE_END.split(text):
@@ -521,15 +555,12 @@ def own_statements(turn_text: str) -> str:
         if not sent:
             continue
         toks = [t.lower() for t in _TOKEN.findall(sent)]
-        first = next((k for k, t in enumerate(toks) if t in _FIRST_PERSON), None)
-        addressed = next((k for k, t in enumerate(toks) if t in _ADDRESSEE
-                          and not (t == "you" and k and toks[k - 1] in _GENERIC_YOU)), None)
-        if sent.rstrip("!. ").endswith("?"):
-            if first is None:
-                continue
-        elif addressed is not None and (first is None or first > addressed):
+        if any(t in _FIRST_PERSON for t in toks):
+            keep.append(sent)
             continue
-        if _SUGGESTION_START.match(sent):
+        addressed = any(t in _ADDRESSEE and not (t == "you" and k and toks[k - 1] in _GENERIC_YOU)
+                        for k, t in enumerate(toks))
+        if addressed or sent.rstrip("!. ").endswith("?") or _SUGGESTION_START.match(sent):
             continue
         keep.append(sent)
     return " ".join(keep)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..context import SessionContext
 from ..kernels import cross_reference
-from ..prompts.common import premise_text, turn_date
+from ..prompts.common import premise_text, speaker_label, turn_date
 from ..prompts.verify import adjudicate_request, decompose_request, restate_request
 from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
@@ -56,6 +56,7 @@ FILLER_REASON = "filler: nothing to recall later (pleasantry, praise, agreement 
 OTHER_SPEAKER_REASON = "about the other speaker, not the user"
 UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
+ASKED_REASON = "asked of the other speaker, not stated by the user"
 NOT_SELF_REASON = "re-read fact from a sentence said to the other side (advice, praise or a question)"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
@@ -255,7 +256,7 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
-    return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON)
+    return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON)
 
 
 def _reread(entry) -> bool:
@@ -284,6 +285,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
         return QUOTED_REASON
+    if screen.asked_only(text, name, turn.content):
+        return ASKED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.borrowed_from_other(text, name, turn.content, previous):
@@ -529,7 +532,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         return
     try:
         outs = await ctx.llm_json(
-            [restate_request(t.content, state.entries[i].text, lang)
+            [restate_request(f"{speaker_label(t, state.user_name)}: {t.content}", state.entries[i].text, lang)
              for i, t, lang in todo], "verify")
     except StructuredOutputError as exc:
         # a repair, not a stage: the verified entries stay as they are

@@ -12,8 +12,9 @@ Unique pairs are sent as one ``llm.generate`` call so the backend can batch them
 that share a premise go in one request of up to ``NLIConfig.judge_group`` hypotheses
 (``Entry 1: ...``, answered ``{"labels": [...]}``, one label per entry): HV checks several
 entries, and every atomic fact of an entry, against the same turn, and one premise per
-request instead of one per pair cut the judge's prompt tokens. A premise with a single
-hypothesis keeps the one-entry prompt. The prompts are kept short: the embedded default is
+request instead of one per pair cuts the judge's prompt tokens. A premise with a single
+hypothesis keeps the one-entry prompt. The default is 1 (no grouping): judged together, the
+1.5B model rejected true preference facts of a long like/dislike turn (docs/pipeline.md). The prompts are kept short: the embedded default is
 a 1.5B model on a few CPU cores.
 """
 
@@ -164,7 +165,7 @@ class LLMJudgeNLI:
         by_premise: dict[str, list[int]] = {}
         for k, (p, _) in enumerate(unique):
             by_premise.setdefault(p, []).append(k)
-        groups = [ks[j:j + self.group] for ks in by_premise.values() for j in range(0, len(ks), self.group)]
+        groups = [g for ks in by_premise.values() for g in self._groups(ks, unique)]
         requests = [self._request([unique[k] for k in g]) for g in groups]
         responses = await self.llm.generate(requests)
         if len(responses) != len(requests):
@@ -189,6 +190,23 @@ class LLMJudgeNLI:
             for k, label in zip(g, labels):
                 verdicts[k] = NLIResult(label, {x: float(x == label) for x in LABELS})
         return [verdicts[i] for i in slot], list(responses)  # type: ignore[misc]
+
+    def _groups(self, ks: list[int], unique: list[tuple[str, str]]) -> list[list[int]]:
+        """Pair indices ``ks`` (one premise, input order) in groups of at most ``self.group``.
+        A hypothesis never shares a group with one that contains it or that it contains (an
+        entry and its own main clause, checked apart because judged together a small model
+        copies one label to both): it goes to the first group without such a relative."""
+        groups: list[list[int]] = []
+        for k in ks:
+            h = unique[k][1].casefold()
+            for g in groups:
+                if len(g) < self.group and not any(h in unique[j][1].casefold() or unique[j][1].casefold() in h
+                                                   for j in g):
+                    g.append(k)
+                    break
+            else:
+                groups.append([k])
+        return groups
 
     def _request(self, pairs: Sequence[tuple[str, str]]) -> LLMRequest:
         if len(pairs) == 1:
