@@ -55,9 +55,10 @@ def adjudicate_request(premise: str, fact: str) -> LLMRequest:
 
 def restate_request(premise: str, fact: str, language: str) -> LLMRequest:
     """Write ``fact`` again in the language of its source turn (``language``: "de", "zh",
-    "en"), names exactly as the turn spells them. ``premise``: the turn's speaker and text, without
-    its date (shown the date, the 1.5B model turned "nächsten Montag" into a wrong calendar
-    date; the graph's dates are resolved from the entry's words when the graph is built). Output JSON: a
+    "en"), names exactly as the turn spells them. ``premise``: the turn's text alone (shown its
+    date, the 1.5B model turned "nächsten Montag" into a wrong calendar date; shown its
+    speaker line, it wrote "am Montag"; the graph's dates are resolved from the entry's words
+    when the graph is built). Output JSON: a
     string."""
     lang = LANGUAGE_NAMES.get(language, language)
     instr = (

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..context import SessionContext
 from ..kernels import cross_reference
-from ..prompts.common import premise_text, speaker_label, turn_date
+from ..prompts.common import premise_text, turn_date
 from ..prompts.verify import adjudicate_request, decompose_request, restate_request
 from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
@@ -532,7 +532,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         return
     try:
         outs = await ctx.llm_json(
-            [restate_request(f"{speaker_label(t, state.user_name)}: {t.content}", state.entries[i].text, lang)
+            [restate_request(t.content, state.entries[i].text, lang)
              for i, t, lang in todo], "verify")
     except StructuredOutputError as exc:
         # a repair, not a stage: the verified entries stay as they are
