@@ -127,7 +127,7 @@ def main(argv=None) -> int:
         rec["sessions_per_s_after_start"] = round(rep.ok / max(wall - start, 1e-9), 4)
         records.append(rec)
         print(json.dumps(rec), flush=True)
-    ratio = {"bench": "bench_ray", "commit": common["commit"], "date": common["date"], "ratios": {},
+    ratio = {"bench": "bench_ray", "commit": common["commit"], "date": common["date"], "machine": common["machine"], "ratios": {},
              "targets_met": {}}
     for basis in ("sessions_per_s", "sessions_per_s_after_start"):
         rate = {r["config"]: r[basis] for r in records}

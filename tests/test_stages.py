@@ -569,3 +569,8 @@ def test_word_in_matches_at_word_starts_and_by_character_pairs():
     assert not word_in("北京大学", "我在北京读书", pair_share=0.5)      # 1 of 3 pairs
     assert word_in("我喜欢绿茶", "莎拉喜欢绿茶", pair_share=0.5)        # 3 of 4
     assert not word_in("我喜欢绿茶", "莎拉喜欢跑步", pair_share=0.5)    # only "喜欢"
+
+
+def test_clean_text_puts_a_name_with_a_backslash_in_as_written():
+    from promem_fast.stages.state import clean_text
+    assert clean_text("User moved to Oslo.", "Ana\\Gomez") == "Ana\\Gomez moved to Oslo."

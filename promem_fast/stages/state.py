@@ -30,7 +30,7 @@ def clean_text(text: str, user_name: Optional[str] = None) -> str:
     """NFC, collapsed whitespace; a leading "User"/"The user" subject becomes ``user_name``."""
     t = " ".join(nfc(str(text)).split())
     if user_name and user_name.lower() != "user":
-        t = _USER_SUBJECT.sub(user_name, t)
+        t = _USER_SUBJECT.sub(lambda _: user_name, t)  # a name is text, not a template ("\G")
     return t
 
 
