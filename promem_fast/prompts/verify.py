@@ -58,8 +58,7 @@ def restate_request(premise: str, fact: str, language: str) -> LLMRequest:
     "en"), names exactly as the turn spells them. ``premise``: the turn's text alone (shown its
     date, the 1.5B model turned "nächsten Montag" into a wrong calendar date; shown its
     speaker line, it wrote "am Montag"; the graph's dates are resolved from the entry's words
-    when the graph is built). Output JSON: a
-    string."""
+    when the graph is built). Output JSON: a string."""
     lang = LANGUAGE_NAMES.get(language, language)
     instr = (
         f"Source turn: {premise}\nFact: {fact}\n"

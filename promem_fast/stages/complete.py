@@ -170,9 +170,7 @@ def _own_missing(state: PipelineState, missing: dict[str, list[str]],
     as those sentences only. With the 1.5B model, re-reading a whole turn of praise or
     advice to the other speaker ("Your family will be lucky", "Push through, you got this")
     wrote it down as the user's own fact. Returns (missing, turns) for the turns kept."""
-    name = state.user_name
-    others = sorted({t.speaker for t in state.session.turns if t.role != "user" and t.speaker
-                     and t.speaker.casefold() != name.casefold()})
+    name, others = state.user_name, state.other_speakers
     kept: dict[str, list[str]] = {}
     turns: dict[str, Turn] = {}
     for tid, details in missing.items():

@@ -146,13 +146,9 @@ def unquoted(turn_text: str) -> str:
     return turn_text
 
 
-def _without_questions_to_other(turn_text: str) -> str:
-    """``turn_text`` without the questions that have no "I" / "my" / "we" ("Did you find
-    the right spot?"; "Can you find a hotel for my trip?" stays)."""
-    text = turn_text.replace("\u2019", "'")
-    return " ".join(x for x in _SENTENCE_END.split(text)
-                    if not (x.strip().rstrip("!. ").endswith("?")
-                            and not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON))
+def _is_question(sentence: str) -> bool:
+    """``sentence`` asks something ("Paris?!" too)."""
+    return sentence.strip().rstrip("!. ").endswith("?")
 
 
 def asked_only(text: str, user_name: str, turn_text: str) -> bool:
@@ -160,12 +156,14 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
     with questions to the other side that have no first-person word: the user asked it,
     and did not say it of themselves ("Did you find the right spot for the studio?" ->
     "User found the right spot for her studio"; "Got time to rehearse?" -> "User has time
-    to rehearse")."""
-    bare = _without_questions_to_other(turn_text)
-    if bare.strip() == turn_text.replace("\u2019", "'").strip():
+    to rehearse"; "Can you find a hotel for my trip?" tells of the user)."""
+    sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'"))
+    bare = [x for x in sents
+            if not (_is_question(x) and not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON)]
+    if len(bare) == len(sents):
         return False
     return (support(text, user_name, turn_text) >= MIN_SUPPORT
-            and support(text, user_name, bare) < MIN_SUPPORT)
+            and support(text, user_name, " ".join(bare)) < MIN_SUPPORT)
 
 
 def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
@@ -207,9 +205,10 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     "appreciates", "looks forward", "finds it ...", "believes it is ...") and names nothing specific
     (no capitalised name other than the other speakers' ``others``, no number or non-ASCII
     word; "finds it hard to sleep" states a difficulty, not a reaction); or it opens with a
-    dialogue act ("shared", "mentioned", "told") and has at most one other content word; or it praises the other speaker ("is proud of Kai for ...",
-    "is kind to you"), addresses them ("congratulated Kai", "is asking Kai about ...") or
-    copies a line ("says 'Let's go!'"); or it is a short claim about an unnamed "it"
+    dialogue act ("shared", "mentioned", "told") and has at most one other content word; or
+    it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
+    them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
+    go!'"); or it is a short claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
@@ -511,8 +510,8 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     "you" / "your", or opens as advice ("Don't forget ...", "Make sure ..."), and has no
     "I", "my", "me", "we" ("Your family will be lucky", "Don't forget to take breaks!").
     Casual first-person turns that drop the "I" ("Gotta make time to dance") are not; nor,
-    for want of a tagger, a bare imperative ("Push through!"). False for turns in scripts these rules do not read
-    and for entries with no content word."""
+    for want of a tagger, a bare imperative ("Push through!"). False for turns in scripts
+    these rules do not read and for entries with no content word."""
     turn_text = turn_text.replace("\u2019", "'")
     if _NON_LATIN.search(turn_text):
         return False
@@ -560,17 +559,19 @@ def own_statements(turn_text: str) -> str:
             continue
         addressed = any(t in _ADDRESSEE and not (t == "you" and k and toks[k - 1] in _GENERIC_YOU)
                         for k, t in enumerate(toks))
-        if addressed or sent.rstrip("!. ").endswith("?") or _SUGGESTION_START.match(sent):
+        if addressed or _is_question(sent) or _SUGGESTION_START.match(sent):
             continue
         keep.append(sent)
     return " ".join(keep)
 
 
-_SUGGESTION_START = re.compile(r"(?:don'?t|do not|please|remember to|make sure|be sure to|let'?s|let us)\b", re.I)
+# imperatives these rules can tell without a tagger; "never" is advice in a sentence said to
+# the other side, a dropped "I" ("Never had the chance") when choosing what to re-read
+_ADVICE = r"don'?t|do not|please|remember to|make sure|be sure to"
+_ADVICE_START = re.compile(rf"(?:{_ADVICE}|never)\b", re.I)
+_SUGGESTION_START = re.compile(rf"(?:{_ADVICE}|let'?s|let us)\b", re.I)
 # "you" as anyone ("it lets you move", "makes you think")
 _GENERIC_YOU = frozenset("lets let makes make helps help gives give keeps".split())
-# imperatives these rules can tell without a tagger
-_ADVICE_START = re.compile(r"(?:don'?t|do not|never|please|remember to|make sure|be sure to)\b", re.I)
 
 
 def lexical_entailment(text: str, user_name: str, turn_text: str) -> bool:

@@ -107,6 +107,12 @@ class PipelineState:
     def user_text_turns(self) -> list[Turn]:
         return [t for t in self.text_turns if t.role == "user"]
 
+    @property
+    def other_speakers(self) -> list[str]:
+        """Sorted names of the speakers of non-user turns, the user's own name left out."""
+        return sorted({t.speaker for t in self.session.turns if t.role != "user" and t.speaker
+                       and t.speaker.casefold() != self.user_name.casefold()})
+
     def live_entries(self) -> list[int]:
         """Indices of entries not discarded."""
         return [i for i, e in enumerate(self.entries) if not e.discarded]

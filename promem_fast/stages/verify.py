@@ -304,9 +304,7 @@ def _previous_other(state: PipelineState, turn: Turn) -> str:
 
 
 def _other_speakers(state: PipelineState) -> tuple[list[str], list[str]]:
-    names = sorted({t.speaker for t in state.session.turns if t.role != "user" and t.speaker
-                    and t.speaker.casefold() != state.user_name.casefold()})
-    return names, [t.content for t in state.text_turns if t.role != "user"]
+    return state.other_speakers, [t.content for t in state.text_turns if t.role != "user"]
 
 
 def _restate_turn(state: PipelineState, i: int, premise: Turn, user_turns: dict[str, Turn]) -> Turn:

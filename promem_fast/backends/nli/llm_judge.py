@@ -14,8 +14,8 @@ that share a premise go in one request of up to ``NLIConfig.judge_group`` hypoth
 entries, and every atomic fact of an entry, against the same turn, and one premise per
 request instead of one per pair cuts the judge's prompt tokens. A premise with a single
 hypothesis keeps the one-entry prompt. The default is 1 (no grouping): judged together, the
-1.5B model rejected true preference facts of a long like/dislike turn (docs/pipeline.md). The prompts are kept short: the embedded default is
-a 1.5B model on a few CPU cores.
+1.5B model rejected true preference facts of a long like/dislike turn (docs/pipeline.md).
+The prompts are kept short: the embedded default is a 1.5B model on a few CPU cores.
 """
 
 from __future__ import annotations
