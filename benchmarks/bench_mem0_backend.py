@@ -33,8 +33,10 @@ F1 >= 0.5; not HaluMem's LLM judge).
     python benchmarks/bench_mem0_backend.py --llm-url http://127.0.0.1:8080/v1 --model qwen
     python benchmarks/bench_mem0_backend.py --smoke             # fake server + scripted answers, seconds
 
-Writes ``<out>.json`` (machine info, per-session rows, summary, targets) and ``<out>.md``
-(default ``benchmarks/results/bench_mem0_backend[_smoke]``).
+Appends one JSON line per run (commit, date, machine, per-session rows, summary, targets) to
+``--out`` (default ``benchmarks/results/bench_mem0_backend.jsonl``; ``--smoke`` needs its own
+``--out``) and prints the table as Markdown. ``--systems mem0`` or ``--systems promem_fast``
+runs one side only; the summary then has no ratios.
 """
 
 from __future__ import annotations
@@ -514,7 +516,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     ap.add_argument("--top-k", type=int, default=20)
     ap.add_argument("--max-turns", type=int, default=None, help="cut each session (smoke runs)")
     ap.add_argument("--max-questions", type=int, default=None, help="per dataset")
-    ap.add_argument("--out", type=Path, default=None, help="output path without extension")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON Lines file the run's line is appended to (default benchmarks/results/bench_mem0_backend.jsonl)")
     args = ap.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     bad = [s for s in systems if s not in SYSTEMS]
@@ -522,7 +525,9 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         ap.error(f"--systems: unknown {bad}; choose from {list(SYSTEMS)}")
     if args.mem0_chunk < 1:
         ap.error("--mem0-chunk must be >= 1")
-    out = args.out or ROOT / "benchmarks" / "results" / ("bench_mem0_backend_smoke" if args.smoke else "bench_mem0_backend")
+    if args.out is None and args.smoke:
+        ap.error("--smoke needs --out: smoke lines do not go into benchmarks/results/")
+    out = args.out or ROOT / "benchmarks" / "results" / "bench_mem0_backend.jsonl"
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -562,8 +567,10 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
             loop.close()
         for s in SYSTEMS:
             qa.setdefault(s, {})
-        res = {"smoke": bool(args.smoke), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-               "machine": machine_info(llm_desc, args.threads), "sessions": rows,
+        info = machine_info(llm_desc, args.threads)
+        res = {"benchmark": "mem0_backend", "commit": info["promem_fast_commit"], "date": info["date"],
+               "systems": systems, "smoke": bool(args.smoke), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+               "machine": info, "sessions": rows,
                "qa_phase_llm": {s: proxy.count(f"{s}:qa") for s in systems}}
         res["summary"] = summarise(rows, qa)
         for m in mems.values():
@@ -579,10 +586,9 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 server.kill()
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
-    md_text = markdown(res)
-    out.with_suffix(".md").write_text(md_text, encoding="utf-8")
-    print(md_text)
+    with out.open("a", encoding="utf-8") as fh:  # one line per run, never a new file for a rerun
+        fh.write(json.dumps(res) + "\n")
+    print(markdown(res))
     return res
 
 

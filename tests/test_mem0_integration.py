@@ -7,6 +7,7 @@ off, Mem0's own LLM pointed at an unused 127.0.0.1 port and never called.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,12 +44,13 @@ MESSAGES = [
 
 
 # What the scripted LLM (promem_fast.engine.scripted_rules) extracts from MESSAGES:
-# (memory, kind, source_turn_ids, event_time). "yesterday" resolves to 7 May 2023.
+# (memory, kind, source_turn_ids, event_time). "yesterday" resolves to 7 May 2023. The
+# rules' "... so Caroline can help other people like Caroline" is discarded: it is stated
+# only inside the wish "I want to study counseling so I can help ..." (screen.wished_only).
 EXPECTED = [
     ("Caroline said Caroline went to an LGBTQ support group yesterday", "event", ["t0"], "2023-05-07"),
     ("Caroline said The transgender stories were inspiring and Caroline felt", "event", ["t2"], "2023-05-08T13:58:00"),
     ("Caroline said Next I want to study counseling so Caroline", "event", ["t4"], "2023-05-08T14:00:00"),
-    ("Caroline said so Caroline can help other people like Caroline", "event", ["t4"], "2023-05-08T14:00:00"),
     ("I went to an", "detail", ["t0"], "2023-05-08T13:56:00"),
     ("was so powerful", "detail", ["t0"], "2023-05-08T13:56:00"),
     ("The transgender stories were", "detail", ["t2"], "2023-05-08T13:58:00"),
@@ -120,10 +122,10 @@ def test_add_stores_verified_entries_with_provenance(mem, embed):
     assert [r["memory"] for r in out["results"]] == want == [x[0] for x in EXPECTED]
     assert [(r["memory"], r["metadata"]["kind"], r["metadata"]["source_turn_ids"], r["metadata"]["event_time"])
             for r in out["results"]] == EXPECTED
-    assert [r["metadata"]["confidence"] for r in out["results"]] == [1.0] * 4 + [None] * 5
+    assert [r["metadata"]["confidence"] for r in out["results"]] == [1.0] * 3 + [None] * 5
     assert [r["event"] for r in out["results"]] == ["ADD"] * len(want)
     assert out["promem"]["extracted"] is True
-    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 16
+    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 15  # the wish clause is screened out before NLI
     assert out["promem"]["prompt_tokens"] == graph.stats.prompt_tokens
     got = mem.get_all(filters={"user_id": "caroline"}, top_k=100)["results"]
     assert sorted(r["memory"] for r in got) == sorted(want)
@@ -319,7 +321,7 @@ def test_bench_mem0_backend_smoke(tmp_path):
     finally:
         sys.path.remove(str(root / "benchmarks"))
     res = bench.main(["--smoke", "--data-dir", str(DATA), "--max-turns", "6", "--max-questions", "2",
-                      "--out", str(tmp_path / "smoke")])
+                      "--out", str(tmp_path / "smoke.jsonl")])
     rows = res["sessions"]
     assert [(r["system"], r["dataset"]) for r in rows] == \
         [("mem0", "locomo")] * 2 + [("mem0", "halumem")] * 3 + [("promem_fast", "locomo")] * 2 + \
@@ -336,7 +338,9 @@ def test_bench_mem0_backend_smoke(tmp_path):
         assert s[name]["qa"]["locomo"]["questions"] == 2 and s[name]["qa"]["halumem"]["questions"] == 2
         assert s[name]["recall"] is not None
     assert res["qa_phase_llm"]["mem0"]["calls"] == 4 == res["qa_phase_llm"]["promem_fast"]["calls"]
-    assert (tmp_path / "smoke.json").is_file() and "| LLM calls |" in (tmp_path / "smoke.md").read_text()
+    lines = (tmp_path / "smoke.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["summary"] == s and json.loads(lines[0])["smoke"] is True
+    assert "| LLM calls |" in bench.markdown(res)
 
 
 # ---------------------------------------------------------------------------- embedded model

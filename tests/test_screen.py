@@ -13,7 +13,7 @@ from promem_fast.schema import Session, Turn
 from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
-    ASKED_REASON, ASSISTANT_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -363,6 +363,36 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
 
 
+async def test_a_wish_is_not_stored_as_done():
+    rows = [("u1", "user", "I want to be brave for my family - they give me strength. I'd love to visit Kyoto, "
+                           "and I hope to run a marathon in May. I adopted a cat last week.")]
+    kept, why, _ = await screened(rows, [("Nora is brave for her family.", ["u1"]),
+                                         ("Nora visited Kyoto.", ["u1"]),
+                                         ("Nora wants to be brave for her family.", ["u1"]),
+                                         ("Nora hopes to run a marathon in May.", ["u1"]),
+                                         ("Nora is planning a visit to Kyoto.", ["u1"]),
+                                         ("Nora adopted a cat last week.", ["u1"])])
+    # the wish kept as a wish, a plan, or a fact stated outside the wish, stays
+    assert kept == ["Nora wants to be brave for her family.", "Nora hopes to run a marathon in May.",
+                    "Nora is planning a visit to Kyoto.", "Nora adopted a cat last week."]
+    assert why == {"Nora is brave for her family.": WISHED_REASON, "Nora visited Kyoto.": WISHED_REASON}
+
+
+@pytest.mark.parametrize("entry, turn, wished", [
+    ("Nora runs a bakery.", "I wish I could run a bakery one day.", True),
+    ("Nora runs a bakery.", "I run a bakery. I want to open a second one.", False),
+    ("Nora is a nurse.", "I'm a nurse, and I want to become a surgeon.", False),
+    ("Nora became a surgeon.", "I'm a nurse, and I want to become a surgeon.", True),
+    # "wanted to" mostly tells a story, not a wish
+    ("Nora told Kai about her school talk.", "I wanted to tell you about my school talk.", False),
+    # a view of the wish is not a claim that it came true
+    ("Nora feels it is important to help others.", "I want to help others.", False),
+    ("Nora dreams of sailing to Crete.", "I dream of sailing to Crete.", False),
+])
+def test_wished_only(entry, turn, wished):
+    assert screen.wished_only(entry, "Nora", turn) is wished
+
+
 # --- the lexical fast path -------------------------------------------------------------------
 
 async def test_near_copies_are_entailed_without_an_nli_call():
@@ -580,3 +610,21 @@ async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_it
     assert [state.entries[i].text for i in added] == ["Nora bought a kayak."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora bought a kayak for the lake trip with the cousins.": "not read from what turn t1 says of its speaker"}
+
+
+async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
+    from promem_fast.stages.complete import OTHER_NAMED_REASON, recover_from_details
+    rows = [("t0", "assistant", "I gave a talk at my school."),  # the other speaker is "Kai"
+            ("t1", "user", "I'm so proud of the difference you make. I joined a choir in March.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
+        ["Nora joined a choir in March.", "Nora is proud of the difference Kai makes.",
+         "Nora and kai make a difference in the choir."])}))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.details = [("t1", "joined choir"), ("t1", "difference")]
+    added = await recover_from_details(ctx, state)
+    # only the re-read is screened this way: a draft entry naming Kai is judged by HV
+    assert [state.entries[i].text for i in added] == ["Nora joined a choir in March."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Nora is proud of the difference Kai makes.": OTHER_NAMED_REASON,
+        "Nora and kai make a difference in the choir.": OTHER_NAMED_REASON}

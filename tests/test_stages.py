@@ -127,6 +127,22 @@ async def test_details_drop_the_users_own_name():
         ("Sarah Garcia", "the user's name, not a detail"), ("sarah", "the user's name, not a detail")]
 
 
+async def test_details_drop_the_other_speakers_name():
+    # "Caroline" as a detail sent CC to re-read the turn for what it says to Caroline
+    sess = Session(session_id="s9", user_name="Mel", turns=[
+        Turn(turn_id="t0", role="assistant", speaker="Caroline Reyes", content="I gave a talk at school."),
+        Turn(turn_id="t1", role="user", content="Hey Caroline, proud of you! I ran a race on Sunday.")])
+    ctx = make_ctx(session=sess)
+    ctx.services.llm.rules["details"] = const(
+        {"t1": ["Caroline", "Hey Caroline!", "race on Sunday", "Caroline's talk"]})
+    state = new_state(ctx)
+    state.topics = [["t0", "t1"]]
+    assert await extract_details(ctx, state) == [("t1", "race on Sunday"), ("t1", "Caroline's talk")]
+    assert [(d.text, d.reason) for d in state.discarded] == [
+        ("Caroline", "the other speaker's name, not a detail"),
+        ("Hey Caroline!", "the other speaker's name, not a detail")]
+
+
 @pytest.mark.parametrize("refile", [True, False])
 async def test_details_filed_under_the_wrong_turn_go_to_the_turn_that_states_them(refile):
     ctx = make_ctx(refile_details=refile)

@@ -183,6 +183,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     outs = await ctx.llm_json(reqs, "details")
     # the user's own name is in every memory entry already; as a detail it anchors nothing
     names = {norm_key(n) for n in (state.user_name, (state.user_name.split() or [""])[0]) if n}
+    # nor does the other speaker's ("Caroline" in "Thanks, Caroline!"): a re-read for it
+    # only finds what the turn says to that person
+    other_words = {w for n in state.other_speakers for w in content_words(n)}
     text_of = {t: by_id[t].content for t in by_id}
     refile = ctx.config.pipeline.refile_details
     placed: list[tuple[bool, str, str]] = []  # (moved, home turn, text)
@@ -198,6 +201,10 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
                     continue
                 if norm_key(text) in names:
                     state.discard(text, "details", "the user's name, not a detail")
+                    continue
+                words = content_words(text)  # "Hey Jon!" is the name alone
+                if other_words and words and all(w in other_words for w in words):
+                    state.discard(text, "details", "the other speaker's name, not a detail")
                     continue
                 home = home_turn(text, tid, ids, text_of) if refile else (
                     tid if stated_in(text, text_of[tid]) else None)

@@ -13,6 +13,8 @@ reason in ``discarded``:
 * :func:`support` below :data:`MIN_SUPPORT`: most of its content words are in no user turn it
   is grounded on (world knowledge, invented content, or the other side's words);
 * :func:`quoted_only`: its words are in the turn only inside a quotation;
+* :func:`wished_only`: its words are in the turn only inside a wish ("I want to be ...") that
+  the entry states as a fact;
 * :func:`subject_clash`: the turn's clause that states it has another subject ("my brother
   Tomas flies in on Sunday" -> "User flies in on Sunday").
 
@@ -164,6 +166,44 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
         return False
     return (support(text, user_name, turn_text) >= MIN_SUPPORT
             and support(text, user_name, " ".join(bare)) < MIN_SUPPORT)
+
+
+# "I want to be brave", "I'd love to visit Kyoto", "I wish I could sing": a wish, not a fact.
+# The span runs from the marker to the end of its clause.
+_WISH_SPAN = re.compile(
+    r"\b(?:wants?\s+to|wanna|wish(?:es|ed)?|(?:would|'d)\s+(?:love|like)\s+to|"
+    r"hop(?:e|es|ed|ing)\s+to|dream(?:s|ed|ing)?\s+(?:of|to|about))\b[^.!?;,\-\u2013\u2014]*", re.I)
+# "wanted to" is left out: mostly narrative ("I wanted to tell you about ...").
+# An entry that keeps the wish as a wish, plan, interest or view is not stating it as done.
+_WISH_WORDS = re.compile(
+    r"\b(?:want|wants|wanted|wanna|wish|wishes|wished|hope|hopes|hoped|hoping|dream|dreams|dreamed|"
+    r"would|'d|like to|love to|plan|plans|planned|planning|goal|goals|aim|aims|intend|intends|eager|keen|"
+    r"going to|gonna|will|interested|aspire|aspires|desire|desires|looking forward|considering|"
+    r"thinking of|thinking about|someday|one day|important|feels?|felt|believes?|believed|thinks?|thought)\b",
+    re.I)
+
+
+def wished_only(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
+    inside what the user wishes or wants ("I want to be brave for my family" -> "User is
+    brave for her family"; "I'd love to visit Kyoto" -> "User visited Kyoto") and ``text``
+    itself says nothing of a wish, plan or interest ("User wants to be brave ..." is kept)."""
+    turn_text = turn_text.replace("\u2019", "'")
+    if _WISH_WORDS.search(text.replace("\u2019", "'")):
+        return False
+    bare = _WISH_SPAN.sub(" ", turn_text)
+    if bare == turn_text:
+        return False
+    return (support(text, user_name, turn_text) >= MIN_SUPPORT
+            and support(text, user_name, bare) < MIN_SUPPORT)
+
+
+def names_other_speaker(text: str, others: Sequence[str]) -> bool:
+    """True when ``text`` names one of the other speakers (``others``: their names; a first
+    or last name counts, whole words, any case)."""
+    low = text.lower()
+    return any(re.search(rf"(?<![\w]){re.escape(w)}(?![\w])", low)
+               for n in others for w in n.lower().split() if len(w) >= 2)
 
 
 def quoted_only(text: str, user_name: str, turn_text: str) -> bool:

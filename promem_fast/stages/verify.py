@@ -57,6 +57,7 @@ OTHER_SPEAKER_REASON = "about the other speaker, not the user"
 UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
 ASKED_REASON = "asked of the other speaker, not stated by the user"
+WISHED_REASON = "a wish of the user's stated as a fact"
 NOT_SELF_REASON = "re-read fact from a sentence said to the other side (advice, praise or a question)"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
@@ -256,7 +257,8 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
-    return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON)
+    return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
+            WISHED_REASON)
 
 
 def _reread(entry) -> bool:
@@ -287,6 +289,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return QUOTED_REASON
     if screen.asked_only(text, name, turn.content):
         return ASKED_REASON
+    if screen.wished_only(text, name, turn.content):
+        return WISHED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.borrowed_from_other(text, name, turn.content, previous):
