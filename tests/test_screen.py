@@ -561,6 +561,8 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     # dropped "I" and generic "you" are the speaker's own
     ("Never had the chance to go. Been to Oslo once.", "Never had the chance to go. Been to Oslo once."),
     ("Marley flooring is great: it lets you move.", "Marley flooring is great: it lets you move."),
+    # "Let's" is a suggestion to the other side even with "we" / "our" in it
+    ("Let's keep going after our goals. I opened my store in May.", "I opened my store in May."),
     # a first-person word keeps the sentence whatever comes before it
     ("You know, I've been running since 2019.", "You know, I've been running since 2019."),
     ("Your advice helped me get the job at Google.", "Your advice helped me get the job at Google."),

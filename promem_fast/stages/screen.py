@@ -575,7 +575,9 @@ def own_statements(turn_text: str) -> str:
       "Your family will be lucky"; the generic "you" of "it lets you move" is not the other
       side), or opens as advice or a suggestion ("Don't forget ...", "Let's ...").
 
-    A sentence with a first-person word always stays ("Can you suggest a hotel for my trip?",
+    A sentence that opens with "Let's" goes even with "we" or "our" in it ("Let's keep going
+    after our goals": a suggestion to the other side, not news of the speaker). Any other
+    sentence with a first-person word stays ("Can you suggest a hotel for my trip?",
     "You know, I've been running since 2019", "Please note that I'm allergic to peanuts").
 
     What is left includes casual sentences that drop the "I" ("Lost my job yesterday",
@@ -594,6 +596,8 @@ def own_statements(turn_text: str) -> str:
         if not sent:
             continue
         toks = [t.lower() for t in _TOKEN.findall(sent)]
+        if _LETS_START.match(sent):
+            continue  # "Let's keep helping each other": its "we" is the two speakers
         if any(t in _FIRST_PERSON for t in toks):
             keep.append(sent)
             continue
@@ -609,6 +613,7 @@ def own_statements(turn_text: str) -> str:
 # the other side, a dropped "I" ("Never had the chance") when choosing what to re-read
 _ADVICE = r"don'?t|do not|please|remember to|make sure|be sure to"
 _ADVICE_START = re.compile(rf"(?:{_ADVICE}|never)\b", re.I)
+_LETS_START = re.compile(r"(?:let'?s|let us)\b", re.I)
 _SUGGESTION_START = re.compile(rf"(?:{_ADVICE}|let'?s|let us)\b", re.I)
 # "you" as anyone ("it lets you move", "makes you think")
 _GENERIC_YOU = frozenset("lets let makes make helps help gives give keeps".split())
