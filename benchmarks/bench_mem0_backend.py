@@ -31,7 +31,7 @@ F1 >= 0.5; not HaluMem's LLM judge).
 
     python benchmarks/bench_mem0_backend.py                     # embedded model, ~1 h per system on 2 cores
     python benchmarks/bench_mem0_backend.py --llm-url http://127.0.0.1:8080/v1 --model qwen
-    python benchmarks/bench_mem0_backend.py --smoke             # fake server + scripted answers, seconds
+    python benchmarks/bench_mem0_backend.py --smoke --out /tmp/smoke.jsonl   # fake server + scripted answers, seconds
 
 Appends one JSON line per run (commit, date, machine, per-session rows, summary, targets) to
 ``--out`` (default ``benchmarks/results/bench_mem0_backend.jsonl``; ``--smoke`` needs its own
@@ -417,7 +417,10 @@ def summarise(rows: list[dict], qa: dict[str, dict]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in SYSTEMS:
         rs = [r for r in rows if r["system"] == s]
-        n = len(rs) or 1
+        if not rs:  # a one-side run (--systems): nothing to report for the other
+            out[s] = None
+            continue
+        n = len(rs)
         out[s] = {
             "sessions": len(rs),
             "llm_calls_per_session": round(sum(r["llm_calls"] for r in rs) / n, 2),
@@ -431,6 +434,10 @@ def summarise(rows: list[dict], qa: dict[str, dict]) -> dict[str, Any]:
             "qa": qa.get(s, {}),
         }
     a, b = out["mem0"], out["promem_fast"]
+    if a is None or b is None:
+        out["ratios"] = {"tokens": None, "seconds": None}
+        out["targets"] = {"tokens <= 1/5 of Mem0's": None, "seconds <= 1/3 of Mem0's": None, "recall >= Mem0's": None}
+        return out
     tok = b["tokens_per_session"] / a["tokens_per_session"] if a["tokens_per_session"] else None
     sec = b["seconds_per_session"] / a["seconds_per_session"] if a["seconds_per_session"] else None
     out["ratios"] = {"tokens": None if tok is None else round(tok, 4), "seconds": None if sec is None else round(sec, 4)}
@@ -471,7 +478,8 @@ def machine_info(llm_desc: str, threads: int) -> dict[str, Any]:
 
 def markdown(res: dict[str, Any]) -> str:
     s, m = res["summary"], res["machine"]
-    a, b = s["mem0"], s["promem_fast"]
+    empty: dict[str, Any] = {"qa": {}, "sessions": 0}
+    a, b = s["mem0"] or empty, s["promem_fast"] or empty
 
     def f(x: Any, pct: bool = False) -> str:
         if x is None:
@@ -481,20 +489,21 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [f"# Mem0 with its own extraction vs Mem0 storing promem_fast memories{' (SMOKE: fake LLM)' if res['smoke'] else ''}",
              "", f"{m['date']}, {m['cpu']} ({m['cores']} cores, {m['threads']} LLM threads), LLM {m['llm']}, "
              f"mem0ai {m['mem0ai']}, promem_fast {m['promem_fast_commit']} (variant {res['args']['variant']}), "
-             f"{a['sessions']} sessions (LoCoMo conv-26 s1-2, HaluMem user3 s1-3).", "",
+             f"{max(a['sessions'], b['sessions'])} sessions (LoCoMo conv-26 s1-2, HaluMem user3 s1-3).", "",
              "| per session (mean) | Mem0 (own extraction) | Mem0 + promem_fast | ratio |", "|---|---|---|---|"]
     for key, label in (("llm_calls_per_session", "LLM calls"), ("prompt_tokens_per_session", "prompt tokens"),
                        ("completion_tokens_per_session", "completion tokens"),
                        ("tokens_per_session", "prompt + completion tokens"),
                        ("seconds_per_session", "seconds")):
-        ratio = b[key] / a[key] if a[key] else None
-        lines.append(f"| {label} | {f(a[key])} | {f(b[key])} | {'-' if ratio is None else f'{ratio:.3f}'} |")
-    lines.append(f"| memories stored | {f(a['memories_per_session'])} | {f(b['memories_per_session'])} | |")
-    lines.append(f"| cosine recall @{res['args']['tau']} | {f(a['recall'], True)} | {f(b['recall'], True)} | |")
-    lines.append(f"| cosine precision @{res['args']['tau']} | {f(a['precision'], True)} | {f(b['precision'], True)} | |")
+        ratio = b[key] / a[key] if a.get(key) and b.get(key) is not None else None
+        lines.append(f"| {label} | {f(a.get(key))} | {f(b.get(key))} | {'-' if ratio is None else f'{ratio:.3f}'} |")
+    lines.append(f"| memories stored | {f(a.get('memories_per_session'))} | {f(b.get('memories_per_session'))} | |")
+    lines.append(f"| cosine recall @{res['args']['tau']} | {f(a.get('recall'), True)} | {f(b.get('recall'), True)} | |")
+    lines.append(f"| cosine precision @{res['args']['tau']} | {f(a.get('precision'), True)} | {f(b.get('precision'), True)} | |")
     for ds in ("locomo", "halumem"):
         qa_a, qa_b = a["qa"].get(ds, {}), b["qa"].get(ds, {})
-        lines.append(f"| QA {ds} {qa_a.get('metric', '')} ({qa_a.get('questions', 0)} q.) | {f(qa_a.get('score'), True)} | "
+        meta = qa_a or qa_b
+        lines.append(f"| QA {ds} {meta.get('metric', '')} ({meta.get('questions', 0)} q.) | {f(qa_a.get('score'), True)} | "
                      f"{f(qa_b.get('score'), True)} | |")
     lines += ["", "Targets: " + ", ".join(f"{k}: {v}" for k, v in s["targets"].items()), ""]
     return "\n".join(lines)
@@ -528,6 +537,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     if args.out is None and args.smoke:
         ap.error("--smoke needs --out: smoke lines do not go into benchmarks/results/")
     out = args.out or ROOT / "benchmarks" / "results" / "bench_mem0_backend.jsonl"
+    if out.suffix != ".jsonl":
+        ap.error(f"--out: {out} is not a .jsonl file (each run appends one JSON line)")
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

@@ -4,8 +4,10 @@
     graph = Extractor(Config()).extract(session)
 
 ``extract`` is synchronous and works whether or not an event loop is running (inside a
-running loop it runs the extraction in a fresh thread with its own loop); ``aextract`` is
-the coroutine. Model services are built lazily from the config on first use.
+running loop it runs the extraction in a fresh thread). Every ``extract`` call of one
+Extractor runs on the same private event loop, so clients bound to a loop (the OpenAI
+backend's HTTP pool) live across calls instead of being closed after their loop; ``aextract``
+is the coroutine. Model services are built lazily from the config on first use.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class Extractor:
         self._services = services
         self.on_stage = on_stage
         self._lock = threading.Lock()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_lock = threading.Lock()  # one extract at a time on the private loop
 
     @property
     def services(self) -> Services:
@@ -75,8 +79,16 @@ class Extractor:
         ctx = SessionContext(session=session, config=self.config, services=self.services)
         return await run_pipeline(ctx, self.on_stage)
 
+    def _run_sync(self, session: Session) -> MemoryGraph:
+        with self._loop_lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(self.aextract(session))
+
     def extract(self, session: Session) -> MemoryGraph:
-        """Synchronous :meth:`aextract`; safe to call from inside a running event loop."""
+        """Synchronous :meth:`aextract`; safe to call from inside a running event loop. Calls
+        from several threads run one after another on the Extractor's loop (for sessions at
+        once, await :meth:`aextract` concurrently or use ``promem-fast bulk``)."""
         self.check_session(session)
         try:
             asyncio.get_running_loop()
@@ -84,12 +96,12 @@ class Extractor:
         except RuntimeError:
             running = False
         if not running:
-            return asyncio.run(self.aextract(session))
+            return self._run_sync(session)
         box: dict = {}
 
         def worker() -> None:
             try:
-                box["graph"] = asyncio.run(self.aextract(session))
+                box["graph"] = self._run_sync(session)
             except BaseException as e:  # re-raised in the caller's thread
                 box["error"] = e
 

@@ -418,6 +418,34 @@ def test_extract_inside_running_event_loop():
     assert event_rows(g) == FULL_EVENTS
 
 
+class LoopRecordingLLM(ScriptedLLM):
+    """Records the event loop each batch of requests runs on."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.loops = []  # the loops themselves: kept alive, their ids cannot be reused
+
+    async def generate(self, requests):
+        self.loops.append(asyncio.get_running_loop())
+        return await super().generate(requests)
+
+
+def test_extract_calls_share_one_event_loop():
+    # a loop-bound client (the OpenAI backend's HTTP pool) must outlive one extract call:
+    # with asyncio.run per call it was closed with the first call's loop
+    svc = make_services()
+    svc.llm = LoopRecordingLLM(rules=promem_rules())
+    ex = Extractor(make_config(), svc)
+    first = ex.extract(make_session())
+
+    async def inside_a_loop():
+        return ex.extract(make_session())
+
+    second = asyncio.run(inside_a_loop())  # the thread path runs on the same private loop
+    assert event_rows(first) == event_rows(second) == FULL_EVENTS
+    assert len({id(x) for x in svc.llm.loops}) == 1
+
+
 def test_unicode_name_nfc_preserved():
     nfd = unicodedata.normalize("NFD", "José Ñúñez")
     s = make_session(user_name=nfd)

@@ -388,6 +388,23 @@ async def test_a_wish_is_not_stored_as_done():
     # a view of the wish is not a claim that it came true
     ("Nora feels it is important to help others.", "I want to help others.", False),
     ("Nora dreams of sailing to Crete.", "I dream of sailing to Crete.", False),
+    # the wish ends with its clause: what follows is stated as done
+    ("Nora finished a marathon yesterday.", "I hope to see you soon and I finished a marathon yesterday.", False),
+    ("Nora got a promotion.", "I'd like to celebrate because I got a promotion!", False),
+    ("Nora started a new job today.", "i want to go to paris lol\ni started a new job today", False),
+    ("Nora loves sushi and ramen.", "I'd like to share my food preference: I love sushi and ramen.", False),
+    ("Nora painted a mural last week.", "I'd love to show you the mural I painted last week.", False),
+    ("Nora went hiking last week.", "I want to tell you that I went hiking last week.", False),
+    ("Nora baked a cake.", "Wanna see a pic of the cake I baked?", False),
+    # its purpose is part of the wish
+    ("Nora helps kids read.", "I want to study teaching so I can help kids read.", True),
+    # a wish that came true, told in the past
+    ("Nora visited Kyoto in May.", "I had hoped to visit Kyoto and I finally did in May!", False),
+    # a paraphrase that keeps it a wish
+    ("Nora is saving up to visit Kyoto.", "I'd love to visit Kyoto.", False),
+    ("Nora visited Kyoto.", "I would really love to visit Kyoto.", True),
+    # English markers only
+    ("Nora besucht Kyoto.", "Ich möchte Kyoto besuchen.", False),
 ])
 def test_wished_only(entry, turn, wished):
     assert screen.wished_only(entry, "Nora", turn) is wished
@@ -563,6 +580,7 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     ("Marley flooring is great: it lets you move.", "Marley flooring is great: it lets you move."),
     # "Let's" is a suggestion to the other side even with "we" / "our" in it
     ("Let's keep going after our goals. I opened my store in May.", "I opened my store in May."),
+    ("Let's face it, I'm terrible at cooking.", "Let's face it, I'm terrible at cooking."),
     # a first-person word keeps the sentence whatever comes before it
     ("You know, I've been running since 2019.", "You know, I've been running since 2019."),
     ("Your advice helped me get the job at Google.", "Your advice helped me get the job at Google."),
@@ -621,7 +639,7 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
     s = session(rows)
     ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
         ["Nora joined a choir in March.", "Nora is proud of the difference Kai makes.",
-         "Nora and kai make a difference in the choir."])}))
+         "Nora joined Kai's choir in March."])}))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
     state.details = [("t1", "joined choir"), ("t1", "difference")]
     added = await recover_from_details(ctx, state)
@@ -629,4 +647,18 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
     assert [state.entries[i].text for i in added] == ["Nora joined a choir in March."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora is proud of the difference Kai makes.": OTHER_NAMED_REASON,
-        "Nora and kai make a difference in the choir.": OTHER_NAMED_REASON}
+        "Nora joined Kai's choir in March.": OTHER_NAMED_REASON}
+
+
+@pytest.mark.parametrize("text, others, named", [
+    ("Nora thanks Kai for the tip.", ["Kai"], True),
+    ("Nora joined Jack's band.", ["Jack Lee"], True),
+    ("Nora will start a job soon.", ["Will"], False),  # case as written
+    ("Nora met Dr. Lee at the clinic.", ["Dr. Smith"], False),  # a title is not a name
+    ("Nora works on AI research.", ["AI Assistant"], False),
+    ("Nora Smith joined a choir.", ["Mary Smith"], False),  # the user's own surname
+    ("Nora met O\u2019Brien at work.", ["O'Brien"], True),
+    ("诺拉和李明一起去了北京。", ["李明"], True),
+])
+def test_names_other_speaker(text, others, named):
+    assert screen.names_other_speaker(text, others, "Nora Smith") is named

@@ -134,13 +134,14 @@ async def test_details_drop_the_other_speakers_name():
         Turn(turn_id="t1", role="user", content="Hey Caroline, proud of you! I ran a race on Sunday.")])
     ctx = make_ctx(session=sess)
     ctx.services.llm.rules["details"] = const(
-        {"t1": ["Caroline", "Hey Caroline!", "race on Sunday", "Caroline's talk"]})
+        {"t1": ["Caroline", "Hey Caroline!", "race on Sunday", "Caroline's talk", "Reyes"]})
     state = new_state(ctx)
     state.topics = [["t0", "t1"]]
     assert await extract_details(ctx, state) == [("t1", "race on Sunday"), ("t1", "Caroline's talk")]
     assert [(d.text, d.reason) for d in state.discarded] == [
         ("Caroline", "the other speaker's name, not a detail"),
-        ("Hey Caroline!", "the other speaker's name, not a detail")]
+        ("Hey Caroline!", "the other speaker's name, not a detail"),
+        ("Reyes", "the other speaker's name, not a detail")]
 
 
 @pytest.mark.parametrize("refile", [True, False])

@@ -158,7 +158,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
             if p.screen_entries and screen.support(fixed, state.user_name, said) < screen.MIN_SUPPORT:
                 state.discard(fixed, STAGE, f"not read from what turn {tid} says of its speaker")
                 continue
-            if p.screen_entries and screen.names_other_speaker(fixed, others):
+            if p.screen_entries and screen.names_other_speaker(fixed, others, state.user_name):
                 state.discard(fixed, STAGE, OTHER_NAMED_REASON)
                 continue
             live.append(fixed.lower())

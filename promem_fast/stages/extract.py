@@ -67,6 +67,8 @@ def third_person(text: str, user_name: str) -> Optional[str]:
 
 
 _WORD = re.compile(r"\w+", re.U)
+# said around a name, about no one ("Hi Jo!", "Dear Sam")
+_GREETINGS = frozenset("hi hey hello dear bye".split())
 # words that carry no detail on their own ("Hey Mel! Good to see you!" -> "good", "see", "you")
 _FILLER_WORDS = frozenset(
     "the and for you how see good are was were with that this have has had been not but what who "
@@ -185,7 +187,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     names = {norm_key(n) for n in (state.user_name, (state.user_name.split() or [""])[0]) if n}
     # nor does the other speaker's ("Caroline" in "Thanks, Caroline!"): a re-read for it
     # only finds what the turn says to that person
-    other_words = {w for n in state.other_speakers for w in content_words(n)}
+    from .screen import name_parts  # screen imports this module
+
+    other_words = {w.casefold() for w in name_parts(state.other_speakers, state.user_name)}
     text_of = {t: by_id[t].content for t in by_id}
     refile = ctx.config.pipeline.refile_details
     placed: list[tuple[bool, str, str]] = []  # (moved, home turn, text)
@@ -202,7 +206,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
                 if norm_key(text) in names:
                     state.discard(text, "details", "the user's name, not a detail")
                     continue
-                words = content_words(text)  # "Hey Jon!" is the name alone
+                # "Hey Jon!", "Al" are the name alone
+                words = [w for w in _WORD.findall(text.lower())
+                         if len(w) >= 2 and w not in _FILLER_WORDS and w not in _GREETINGS]
                 if other_words and words and all(w in other_words for w in words):
                     state.discard(text, "details", "the other speaker's name, not a detail")
                     continue

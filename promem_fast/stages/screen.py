@@ -169,25 +169,36 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
 
 
 # "I want to be brave", "I'd love to visit Kyoto", "I wish I could sing": a wish, not a fact.
-# The span runs from the marker to the end of its clause.
-_WISH_SPAN = re.compile(
-    r"\b(?:wants?\s+to|wanna|wish(?:es|ed)?|(?:would|'d)\s+(?:love|like)\s+to|"
-    r"hop(?:e|es|ed|ing)\s+to|dream(?:s|ed|ing)?\s+(?:of|to|about))\b[^.!?;,\-\u2013\u2014]*", re.I)
-# "wanted to" is left out: mostly narrative ("I wanted to tell you about ...").
+# Present tense only: "wanted to" / "hoped to" mostly tell a story ("I wanted to tell you
+# about ...", "I had hoped to visit Kyoto and finally did"). Not a wish: a dialogue act
+# ("I'd like to share that ...", "Wanna see a pic?").
+_WISH_MARK = (r"\b(?:wants?\s+to|wanna|wish(?:es)?(?:\s+(?:that\s+)?I\s+(?:could|had|was|were|would))?|"
+              r"(?:would|'d)(?:\s+\w+ly)?\s+(?:love|like)\s+to|hop(?:e|es|ing)\s+to|"
+              r"dream(?:s|ing)?\s+(?:of|to|about))\b"
+              r"(?!\s+(?:tell|share|say|show|see|hear|let|thank|ask|talk|know|introduce|mention|update|add)\b)")
+# The span ends with its clause: punctuation, a spaced dash, a line break, a conjunction, or
+# a new "I" ("I'd love to show you the mural I painted"); a purpose goes on ("... so I can
+# help others" is part of the wish).
+_WISH_END = (r"[.!?;:,\n]|\s[-\u2013\u2014]\s|[\u2013\u2014]|"
+             r"\b(?:and|but|because|since|that|when|after|before|though|although|while)\b|(?<!so )\bI\b")
+_WISH_SPAN = re.compile(rf"{_WISH_MARK}(?:(?!{_WISH_END}).)*", re.I)
 # An entry that keeps the wish as a wish, plan, interest or view is not stating it as done.
 _WISH_WORDS = re.compile(
-    r"\b(?:want|wants|wanted|wanna|wish|wishes|wished|hope|hopes|hoped|hoping|dream|dreams|dreamed|"
-    r"would|'d|like to|love to|plan|plans|planned|planning|goal|goals|aim|aims|intend|intends|eager|keen|"
-    r"going to|gonna|will|interested|aspire|aspires|desire|desires|looking forward|considering|"
-    r"thinking of|thinking about|someday|one day|important|feels?|felt|believes?|believed|thinks?|thought)\b",
+    r"\b(?:want|wants|wanted|wanna|wish\w*|hop\w*|dream\w*|would|'d|like to|love to|plan\w*|goals?|aims?|"
+    r"intend\w*|eager|keen|going to|gonna|will|interest\w*|aspir\w*|ambition\w*|desire\w*|long(?:s|ing)? (?:to|for)|"
+    r"yearn\w*|determined|excited|looking (?:to|for|forward)|seek\w*|striv\w*|working (?:on|toward\w*)|saving|"
+    r"studying|motivated|passion\w*|prefer\w*|dying to|can't wait|considering|thinking (?:of|about)|someday|"
+    r"one day|important|feels?|felt|believes?|believed|thinks?|thought)\b",
     re.I)
 
 
 def wished_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
-    inside what the user wishes or wants ("I want to be brave for my family" -> "User is
-    brave for her family"; "I'd love to visit Kyoto" -> "User visited Kyoto") and ``text``
-    itself says nothing of a wish, plan or interest ("User wants to be brave ..." is kept)."""
+    inside what the user wishes or wants, from the marker to the end of its clause ("I want
+    to be brave for my family" -> "User is brave for her family"; "I'd love to visit Kyoto"
+    -> "User visited Kyoto"), and ``text`` itself says nothing of a wish, plan, interest or
+    view ("User wants to be brave ...", "User is saving up to visit Kyoto" are kept).
+    English markers only: a German or Chinese wish is not read. Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
     if _WISH_WORDS.search(text.replace("\u2019", "'")):
         return False
@@ -198,12 +209,30 @@ def wished_only(text: str, user_name: str, turn_text: str) -> bool:
             and support(text, user_name, bare) < MIN_SUPPORT)
 
 
-def names_other_speaker(text: str, others: Sequence[str]) -> bool:
-    """True when ``text`` names one of the other speakers (``others``: their names; a first
-    or last name counts, whole words, any case)."""
-    low = text.lower()
-    return any(re.search(rf"(?<![\w]){re.escape(w)}(?![\w])", low)
-               for n in others for w in n.lower().split() if len(w) >= 2)
+# name parts that are titles or roles, not the person ("Dr. Lee", "AI Assistant")
+_NAME_TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. sir ai assistant bot".split())
+
+
+def name_parts(names: Iterable[str], user_name: str = "") -> list[str]:
+    """The words of ``names`` that name a person: 2+ characters, titles and roles left out, and
+    words of ``user_name`` left out (a shared surname). Case as written."""
+    own = {w.casefold() for w in user_name.split()}
+    return [w for n in names for w in n.replace("\u2019", "'").split()
+            if len(w) >= 2 and w.casefold() not in _NAME_TITLES and w.casefold() not in own]
+
+
+def names_other_speaker(text: str, others: Sequence[str], user_name: str = "") -> bool:
+    """True when ``text`` names one of the other speakers (``others``: their names): one of
+    their :func:`name_parts`, as written (case-sensitive, so "will" is not "Will"), as a whole
+    word; a name in a script without spaces (Chinese, Japanese) anywhere in the text."""
+    text = text.replace("\u2019", "'")
+    for w in name_parts(others, user_name):
+        if not w.isascii() and not any(c.isalpha() and ord(c) < 0x250 for c in w):
+            if w in text:
+                return True
+        elif re.search(rf"(?<![\w]){re.escape(w)}(?![\w])", text):
+            return True
+    return False
 
 
 def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
@@ -576,7 +605,8 @@ def own_statements(turn_text: str) -> str:
       side), or opens as advice or a suggestion ("Don't forget ...", "Let's ...").
 
     A sentence that opens with "Let's" goes even with "we" or "our" in it ("Let's keep going
-    after our goals": a suggestion to the other side, not news of the speaker). Any other
+    after our goals": a suggestion to the other side, not news of the speaker), unless it
+    has "I" / "my" / "me" ("Let's face it, I'm terrible at cooking"). Any other
     sentence with a first-person word stays ("Can you suggest a hotel for my trip?",
     "You know, I've been running since 2019", "Please note that I'm allergic to peanuts").
 
@@ -596,7 +626,7 @@ def own_statements(turn_text: str) -> str:
         if not sent:
             continue
         toks = [t.lower() for t in _TOKEN.findall(sent)]
-        if _LETS_START.match(sent):
+        if _LETS_START.match(sent) and not any(t in _SINGULAR_SELF for t in toks):
             continue  # "Let's keep helping each other": its "we" is the two speakers
         if any(t in _FIRST_PERSON for t in toks):
             keep.append(sent)
@@ -614,6 +644,8 @@ def own_statements(turn_text: str) -> str:
 _ADVICE = r"don'?t|do not|please|remember to|make sure|be sure to"
 _ADVICE_START = re.compile(rf"(?:{_ADVICE}|never)\b", re.I)
 _LETS_START = re.compile(r"(?:let'?s|let us)\b", re.I)
+# "Let's face it, I'm terrible at cooking" tells of the speaker
+_SINGULAR_SELF = frozenset("i i'm i've i'd i'll im ive me my mine myself".split())
 _SUGGESTION_START = re.compile(rf"(?:{_ADVICE}|let'?s|let us)\b", re.I)
 # "you" as anyone ("it lets you move", "makes you think")
 _GENERIC_YOU = frozenset("lets let makes make helps help gives give keeps".split())
