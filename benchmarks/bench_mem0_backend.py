@@ -434,17 +434,14 @@ def summarise(rows: list[dict], qa: dict[str, dict]) -> dict[str, Any]:
             "qa": qa.get(s, {}),
         }
     a, b = out["mem0"], out["promem_fast"]
-    if a is None or b is None:
-        out["ratios"] = {"tokens": None, "seconds": None}
-        out["targets"] = {"tokens <= 1/5 of Mem0's": None, "seconds <= 1/3 of Mem0's": None, "recall >= Mem0's": None}
-        return out
-    tok = b["tokens_per_session"] / a["tokens_per_session"] if a["tokens_per_session"] else None
-    sec = b["seconds_per_session"] / a["seconds_per_session"] if a["seconds_per_session"] else None
+    both = a is not None and b is not None  # a one-side run has no ratios
+    tok = b["tokens_per_session"] / a["tokens_per_session"] if both and a["tokens_per_session"] else None
+    sec = b["seconds_per_session"] / a["seconds_per_session"] if both and a["seconds_per_session"] else None
     out["ratios"] = {"tokens": None if tok is None else round(tok, 4), "seconds": None if sec is None else round(sec, 4)}
     out["targets"] = {
         "tokens <= 1/5 of Mem0's": None if tok is None else tok <= TARGETS["tokens_ratio_max"],
         "seconds <= 1/3 of Mem0's": None if sec is None else sec <= TARGETS["seconds_ratio_max"],
-        "recall >= Mem0's": None if a["recall"] is None or b["recall"] is None else b["recall"] >= a["recall"],
+        "recall >= Mem0's": None if not both or a["recall"] is None or b["recall"] is None else b["recall"] >= a["recall"],
     }
     return out
 

@@ -164,8 +164,14 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
             if not (_is_question(x) and not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON)]
     if len(bare) == len(sents):
         return False
+    return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(bare))
+
+
+def _stated_only_in_what_goes(text: str, user_name: str, turn_text: str, bare: str) -> bool:
+    """``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) and ``bare``,
+    the turn with some spans taken out (questions, quotes, wishes), no longer does."""
     return (support(text, user_name, turn_text) >= MIN_SUPPORT
-            and support(text, user_name, " ".join(bare)) < MIN_SUPPORT)
+            and support(text, user_name, bare) < MIN_SUPPORT)
 
 
 # "I want to be brave", "I'd love to visit Kyoto", "I wish I could sing": a wish, not a fact.
@@ -203,10 +209,7 @@ def wished_only(text: str, user_name: str, turn_text: str) -> bool:
     if _WISH_WORDS.search(text.replace("\u2019", "'")):
         return False
     bare = _WISH_SPAN.sub(" ", turn_text)
-    if bare == turn_text:
-        return False
-    return (support(text, user_name, turn_text) >= MIN_SUPPORT
-            and support(text, user_name, bare) < MIN_SUPPORT)
+    return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
 
 
 # name parts that are titles or roles, not the person ("Dr. Lee", "AI Assistant")
@@ -239,10 +242,7 @@ def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
     with its quoted spans: the user quoted someone else's line."""
     bare = unquoted(turn_text)
-    if bare == turn_text:
-        return False
-    return (support(text, user_name, turn_text) >= MIN_SUPPORT
-            and support(text, user_name, bare) < MIN_SUPPORT)
+    return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
 
 
 def _substantive(words: Iterable[str]) -> list[str]:
@@ -643,10 +643,11 @@ def own_statements(turn_text: str) -> str:
 # the other side, a dropped "I" ("Never had the chance") when choosing what to re-read
 _ADVICE = r"don'?t|do not|please|remember to|make sure|be sure to"
 _ADVICE_START = re.compile(rf"(?:{_ADVICE}|never)\b", re.I)
-_LETS_START = re.compile(r"(?:let'?s|let us)\b", re.I)
+_LETS = r"let'?s|let us"
+_LETS_START = re.compile(rf"(?:{_LETS})\b", re.I)
 # "Let's face it, I'm terrible at cooking" tells of the speaker
-_SINGULAR_SELF = frozenset("i i'm i've i'd i'll im ive me my mine myself".split())
-_SUGGESTION_START = re.compile(rf"(?:{_ADVICE}|let'?s|let us)\b", re.I)
+_SINGULAR_SELF = _FIRST_PERSON - frozenset("we we're we've we'd we'll us our ours".split())
+_SUGGESTION_START = re.compile(rf"(?:{_ADVICE}|{_LETS})\b", re.I)
 # "you" as anyone ("it lets you move", "makes you think")
 _GENERIC_YOU = frozenset("lets let makes make helps help gives give keeps".split())
 
