@@ -134,6 +134,8 @@ class CountingProxy:
                     except (ValueError, AttributeError):
                         pass
                     proxy._add(usage, status == 200)
+                    if status != 200:  # the client retries; say why, so the count can be read
+                        print(f"proxy: {proxy.phase}: HTTP {status}: {data[:300]!r}", file=sys.stderr, flush=True)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
