@@ -57,10 +57,10 @@ def keyed(mapping: Mapping[str, Any]) -> Callable[[LLMRequest], str]:
 
 def relation_rule(probes: Mapping[str, Any], answerable: Mapping[str, Any],
                   supported: Mapping[str, Any]) -> Callable[[LLMRequest], str]:
-    """Rule of stage relation_verify: a probe answer keyed like :func:`keyed`; a batched
-    answerability ("Question k: ...") or support ("Link k: ...") request answered item by
-    item, each by the first key it contains (no match raises KeyError)."""
-    probe = keyed(probes)
+    """Rule of stage relation_verify: a batched probe ("Pair k: ..."), answerability
+    ("Question k: ...") or support ("Link k: ...") request answered item by item, each by the
+    first key it contains (no match raises KeyError); a probe value is ``{"question": q}``
+    or the question itself."""
 
     def item(line: str, mapping: Mapping[str, Any]) -> Any:
         for key, value in mapping.items():
@@ -76,7 +76,11 @@ def relation_rule(probes: Mapping[str, Any], answerable: Mapping[str, Any],
         links = re.findall(r"Link \d+: (.*)", task)
         if links:
             return json.dumps([item(x, supported) for x in links])
-        return probe(req)
+        pairs = re.findall(r"Pair \d+: (.*)", task)
+        if pairs:
+            qs = [item(x, probes) for x in pairs]
+            return json.dumps([q["question"] if isinstance(q, dict) else q for q in qs])
+        raise KeyError(f"no scripted answer for relation task {task[:200]!r}")
 
     return rule
 

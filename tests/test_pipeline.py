@@ -13,6 +13,7 @@ from promem_fast.backends.base import LLMResponse
 from promem_fast.backends.llm.scripted import ScriptedLLM, count_tokens
 from promem_fast.extractor import EmptySessionError, Extractor
 from promem_fast.schema import MemoryGraph, Session, Turn
+from promem_fast.stages.relate import UNREADABLE_REASON
 from promem_fast.structured import StructuredOutputError
 
 from conftest import (DAY, DRAFT, FakeNLI, const, keyed, make_config, make_services, make_session, promem_rules,
@@ -83,8 +84,8 @@ def test_emoji_only_turn_yields_no_detail_and_is_never_asked_about():
 def test_stats_count_calls_and_tokens_per_stage_exactly():
     g, svc = run()
     # verify: one decomposition, one adjudication ("high salary" fails the screen: no call);
-    # relation_verify: a probe per edge (2), one answerability and one support request
-    expected_calls = {"details": 2, "events": 2, "relations": 1, "draft": 1, "verify": 2, "relation_verify": 4,
+    # relation_verify: one probe request for both edges, one answerability, one support request
+    expected_calls = {"details": 2, "events": 2, "relations": 1, "draft": 1, "verify": 2, "relation_verify": 3,
                       "recover": 1}
     assert stages_called(svc) == expected_calls
     for stage, n in expected_calls.items():
@@ -95,7 +96,7 @@ def test_stats_count_calls_and_tokens_per_stage_exactly():
     # 3 entries (e1 and e4 copy their turns: lexical, no pair) + 1 atomic fact ("started a new
     # job at Acme" lexical, "high salary" screened)
     assert g.stats.stages["verify"].nli_pairs == 4
-    assert g.stats.llm_calls == 13
+    assert g.stats.llm_calls == 12
     assert g.stats.prompt_tokens == sum(s.prompt_tokens for s in g.stats.stages.values())
     assert set(g.stats.stages) == {"segment", "details", "events", "relations", "draft", "completeness",
                                    "verify", "recover", "relation_verify", "anchor"}
@@ -408,6 +409,21 @@ def test_truncated_output_twice_raises_and_returns_nothing():
     draft_calls = [c for c in svc.llm.calls if c.stage == "draft"]
     assert len(draft_calls) == 2  # first try + one retry
     assert draft_calls[1].max_tokens == 2 * draft_calls[0].max_tokens
+
+
+def test_unreadable_relation_answer_drops_the_edges_and_keeps_the_memory():
+    svc = make_services()
+    svc.llm = TruncatingLLM("relation_verify", rules=promem_rules())
+    g = Extractor(make_config(), svc).extract(make_session())
+    full, _ = run()
+    # every verified entry is there, as without the failure; no edge is kept
+    assert [e.text for e in g.events] == [e.text for e in full.events] and g.events
+    assert full.relations and g.relations == []
+    dropped = [d for d in g.discarded if d.stage == "relation_verify"]
+    assert len(dropped) == 2 and all(d.reason.startswith(UNREADABLE_REASON) for d in dropped)
+    assert "stage 'relation_verify'" in dropped[0].reason
+    # the probe request was tried twice (the retry with twice the token cap), nothing after it
+    assert [c.max_tokens for c in svc.llm.calls if c.stage == "relation_verify"] == [170, 340]
 
 
 def test_extract_inside_running_event_loop():

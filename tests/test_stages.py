@@ -449,9 +449,12 @@ async def test_relation_verification_implicit_supported_unsupported():
         ("relation_verify", "implicit: answerable from memory"),
         ("relation_verify", "not supported by the dialogue"),
     ]
-    # probes one request per edge (3), answerability one request for all 3 questions, dialogue
-    # support one request for the 2 open edges
-    assert ctx.services.llm.generate_calls == 3 and ctx.stats["relation_verify"].llm_calls == 5
+    # one probe request for the 3 edges, one answerability request for their 3 questions,
+    # one dialogue-support request for the 2 open edges
+    assert ctx.services.llm.generate_calls == 3 and ctx.stats["relation_verify"].llm_calls == 3
+    probe = [c for c in ctx.services.llm.calls if "Pair 3: A: gamma" in c.messages[-1]["content"]][0]
+    assert "Pair 1: A: alpha | B: beta | Claimed link: A leads to B (causal)." in probe.messages[-1]["content"]
+    assert (probe.json_schema["minItems"], probe.json_schema["maxItems"]) == (3, 3)
     # answerability sees the flat memory (live entries only), not the dialogue
     ans = [c for c in ctx.services.llm.calls if "Question 2: Q-open" in c.messages[-1]["content"]][0]
     assert "Memory entries:\n1. alpha\n2. beta\n3. gamma\n4. delta" in ans.messages[-1]["content"]

@@ -100,8 +100,6 @@ def _kind(schema: Optional[dict]) -> str:
             return "judge_group"
         if "evidence_turn" in keys:
             return "evidence"
-        if keys == {"question"}:
-            return "probe"
         if "answerable" in keys:
             return "answerable"
         if keys == {"supported"}:
@@ -213,6 +211,10 @@ def respond(req: LLMRequest) -> str:
         return json.dumps(rels[:max_items])
 
     recover = re.search(r"^Turn: \[[^\]]+\] .*? \((?:user|assistant|system|other)\): (.*)$", task, re.M)
+    pairs = re.findall(r"Pair \d+: A: (.*?) \| B:", task) if kind == "strings" else []
+    if pairs:  # relation probes, one question per claimed link
+        return json.dumps([f"What followed after {_words(a, 6)}?" for a in pairs], ensure_ascii=False)
+
     if kind == "strings" and recover:  # a turn read again for its uncovered details
         who = re.search(r"with (.+?) as subject", task)
         words = recover.group(1).split()
@@ -238,10 +240,6 @@ def respond(req: LLMRequest) -> str:
             return json.dumps({"action": "DISCARD", "revised_fact": None})
         body = src.group(1).split(": ", 1)[-1]
         return json.dumps({"action": "REVISE", "revised_fact": _fact(f.split()[0] if f else user, body)}, ensure_ascii=False)
-
-    if kind == "probe":
-        a = re.search(r"A: (.*)", task)
-        return json.dumps({"question": f"What followed after {_words(a.group(1) if a else '', 6)}?"}, ensure_ascii=False)
 
     if kind == "answerable":
         qs = re.findall(r"Question \d+: (.*)", task)

@@ -1,9 +1,10 @@
 """Relation-verification prompts (ProMem §3.5; Figure 15 intent).
 
-probe: standalone (two entries + relation), one per edge; answerable: standalone over the
-flat memory only (it must not see the dialogue), one call for all of a session's probe
-questions; supported: session layout (dialogue prefix), one call for all open edges. One
-call per step keeps the memory block and the dialogue to one copy each per session.
+probe: standalone (each edge's two entries + relation), one call for all of a session's
+edges; answerable: standalone over the flat memory only (it must not see the dialogue), one
+call for all of a session's probe questions; supported: session layout (dialogue prefix),
+one call for all open edges. One call per step keeps the instructions, the memory block and
+the dialogue to one copy each per session.
 """
 
 from __future__ import annotations
@@ -17,12 +18,6 @@ PROBE_MAX_TOKENS = 80
 ANSWERABLE_MAX_TOKENS = 12
 SUPPORTED_MAX_TOKENS = 16
 
-PROBE_SCHEMA = {
-    "type": "object",
-    "properties": {"question": text_schema(QUESTION_CHARS)},
-    "required": ["question"],
-    "additionalProperties": False,
-}
 ANSWERABLE_SCHEMA = {
     "type": "object",
     "properties": {"answerable": {"type": "boolean"}},
@@ -44,14 +39,24 @@ def relation_phrase(rel_type: str) -> str:
     return _PHRASE.get(rel_type, rel_type)
 
 
-def probe_request(a: str, rel_type: str, b: str) -> LLMRequest:
-    """One question that asks about the link between A and B. Output ``{"question": str}``."""
+def probe_request(links: Sequence[tuple[str, str, str]]) -> LLMRequest:
+    """One question per claimed link, each asking about that link (Figure 15 intent), for all
+    of a session's candidate edges in one request. ``links``: (A, relation type, B).
+
+    Output JSON: ``["question", ...]``, exactly one per link, in order (the schema fixes the
+    length). One request instead of one per edge: most of a per-edge prompt was the system
+    prompt and the instruction, repeated for each edge (docs/pipeline.md).
+    """
+    lines = "\n".join(
+        f"Pair {k + 1}: A: {a} | B: {b} | Claimed link: A {relation_phrase(t)} B ({t})."
+        for k, (a, t, b) in enumerate(links))
     instr = (
-        f"A: {a}\nB: {b}\nClaimed link: A {relation_phrase(rel_type)} B ({rel_type}).\n"
-        "Write one short question whose answer is exactly this link (e.g. why B happened, or "
-        'what came first). JSON: {"question": "..."}'
+        f"{lines}\nFor each pair, in order: write one short question whose answer is exactly its "
+        'claimed link (e.g. why B happened, or what came first). JSON: ["...", ...]'
     )
-    return LLMRequest(standalone_messages(instr), PROBE_SCHEMA, PROBE_MAX_TOKENS, stage="relation_verify")
+    n = len(links)
+    schema = {"type": "array", "minItems": n, "maxItems": n, "items": text_schema(QUESTION_CHARS)}
+    return LLMRequest(standalone_messages(instr), schema, PROBE_MAX_TOKENS * n + 10, stage="relation_verify")
 
 
 def memory_block(entries: Sequence[str]) -> str:

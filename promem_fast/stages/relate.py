@@ -10,8 +10,8 @@ collapse onto one entry are dropped. For each remaining edge (at most
    implicit: the edge is dropped (recorded with reason "implicit");
 3. otherwise the dialogue is asked whether it supports the link -> kept if supported.
 
-Probes are one request per edge (batched by the engine); answerability and support are one
-request each for all of the session's edges; all charged to stage "relation_verify".
+Probes, answerability and support are one request each for all of the session's edges
+(at most three calls per session); all charged to stage "relation_verify".
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ import logging
 
 from ..context import SessionContext
 from ..prompts.relate import answerable_request, memory_block, probe_request, relation_phrase, supported_request
+from ..structured import StructuredOutputError
 from .state import EdgeOut, PipelineState, clean_text
 
 logger = logging.getLogger(__name__)
+
+UNREADABLE_REASON = "relation verification answer unreadable"
 
 
 def remap_edges(state: PipelineState) -> list[tuple[int, str, int]]:
@@ -52,7 +55,11 @@ def edge_text(state: PipelineState, a: int, typ: str, b: int) -> str:
 
 
 async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[EdgeOut]:
-    """Verify candidate edges; sets and returns ``state.edges`` (the valid, explicit edges)."""
+    """Verify candidate edges; sets and returns ``state.edges`` (the valid, explicit edges).
+
+    An answer that stays unreadable after the JSON retries (:class:`StructuredOutputError`)
+    drops every candidate edge of the session with :data:`UNREADABLE_REASON` and a logged
+    warning; the verified entries are kept (the session does not fail)."""
     cand = remap_edges(state)
     cap = ctx.config.pipeline.max_relation_checks
     if len(cand) > cap:
@@ -62,11 +69,23 @@ async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[Ed
     state.edges = []
     if not cand:
         return state.edges
+    try:
+        return await _verify(ctx, state, cand)
+    except StructuredOutputError as exc:
+        # the verified entries stand without edges: an unreadable answer here must not fail
+        # the session and lose its memory
+        logger.warning("session %s: %d candidate edges dropped: %s", state.session.session_id, len(cand), exc)
+        state.edges = []
+        for a, t, b in cand:
+            state.discard(edge_text(state, a, t, b), "relation_verify", f"{UNREADABLE_REASON}: {exc}")
+        return state.edges
+
+
+async def _verify(ctx: SessionContext, state: PipelineState, cand: list[tuple[int, str, int]]) -> list[EdgeOut]:
     E = state.entries
-    probes = await ctx.llm_json(
-        [probe_request(E[a].text, t, E[b].text) for a, t, b in cand], "relation_verify"
-    )
-    questions = [clean_text(p["question"]) for p in probes]
+    (probes,) = await ctx.llm_json([probe_request([(E[a].text, t, E[b].text) for a, t, b in cand])],
+                                   "relation_verify")
+    questions = [clean_text(q) for q in probes]
     memory = memory_block([E[i].text for i in state.live_entries()])
     (answers,) = await ctx.llm_json([answerable_request(memory, questions)], "relation_verify")
     open_edges = []
