@@ -305,8 +305,17 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
     assert [(a.text, a.action, a.revised_text, a.verdict.hypothesis) for a in e[0].atomic_facts] == [
         (flipped, "revised", "Alice adopted a puppy.", "Alice adopted a kitten.")]
     assert (e[0].text, e[0].status, e[0].original_text) == ("Alice adopted a puppy.", "revised", flipped)
-    assert (e[1].text, e[1].status, [v.label for v in e[1].nli]) == (
-        "Alice adopted a puppy, because she loves dogs.", "kept", ["entailment", "entailment"])
+    # the polarity rule found "adopted a puppy" said as is in t1: its main clause is not judged apart
+    assert (e[1].text, e[1].status, [v.hypothesis for v in e[1].nli]) == (
+        "Alice adopted a puppy, because she loves dogs.", "kept", ["Alice adopted a puppy, because she loves dogs."])
+    # without the polarity rule the main clause is judged on its own, as for the flipped entry
+    ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(dict(nli.verdicts))),
+                   check_polarity=False, **NLI_ONLY)
+    state = new_state(ctx)
+    state.entries = [Entry("Alice adopted a puppy, because she loves dogs.", "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    assert [(v.hypothesis, v.label) for v in state.entries[0].nli] == [
+        ("Alice adopted a puppy, because she loves dogs.", "entailment"), ("Alice adopted a puppy.", "entailment")]
     # switched off: one pair per entry, the flipped entry is kept as written
     ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(dict(nli.verdicts))),
                    check_head_claim=False, **NLI_ONLY)
@@ -333,6 +342,21 @@ def test_polarity_clash(hyp, premise, clash):
     from promem_fast.stages.verify import polarity_clash
 
     assert polarity_clash(hyp, premise, "Sarah Garcia") is clash
+
+
+@pytest.mark.parametrize("hyp, premise, same", [
+    ("Sarah doesn't like to wear cargo pants, because they feel too utilitarian.",
+     "I don't like to wear cargo pants, because they feel too utilitarian.", True),
+    ("Sarah likes to play first-person shooters, because they are intense.",
+     "I don't like to play first-person shooters, because I find them too intense.", False),
+    ("Sarah never skips breakfast.", "I always eat breakfast at 7.", None),  # one shared word
+    ("Sarah went hiking.", "I did not go hiking, I went hiking the week after.", True),  # the clause with "went"
+    ("Sarah plays chess online.", "I play chess online. I don't play chess online at work.", None),  # a tie
+])
+def test_same_polarity_decides_or_abstains(hyp, premise, same):
+    from promem_fast.stages.verify import same_polarity
+
+    assert same_polarity(hyp, premise, "Sarah Garcia") is same
 
 
 async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call():
