@@ -140,8 +140,8 @@ class PipelineConfig(_Cfg):
         description="HV: the entry-level NLI check also asks about the entry's main clause (the text before "
         "', because' / ', since' / ', so that'); the entry passes only when both are entailed. An LLM judge "
         "reads a long entry that copies the turn's reason as entailed even when its main claim flips "
-        "'likes' to 'dislikes'. Skipped for an entry whose main clause the polarity rule (check_polarity) "
-        "finds stated with the same polarity (not in the paper).",
+        "'likes' to 'dislikes'. Skipped when the main clause is one clause whose every content word is in "
+        "one clause of the turn with the same polarity (the check_polarity rule; not in the paper).",
     )
     check_polarity: bool = Field(
         default=True,

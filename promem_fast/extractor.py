@@ -71,7 +71,8 @@ class Extractor:
 
         Raises:
             EmptySessionError: empty session (before any model call).
-            StructuredOutputError: an LLM output stayed invalid/truncated after the retry.
+            StructuredOutputError: an LLM output stayed invalid/truncated after the retry
+                (not raised for relation verification: its edges are discarded instead).
         """
         from .stages.pipeline import run_pipeline
 

@@ -13,7 +13,7 @@ from promem_fast.stages.anchor import anchor_details
 from promem_fast.stages.complete import completeness_check, uncovered_details
 from promem_fast.stages.extract import FIRST_PERSON_REASON, abstract_events, extract_details, extract_draft, infer_relations, parse_edges
 from promem_fast.stages.pipeline import build_graph
-from promem_fast.stages.relate import verify_relations
+from promem_fast.stages.relate import UNREADABLE_REASON, verify_relations
 from promem_fast.stages.segment import cap_length, cut_points, segment_topics
 from promem_fast.stages.state import Candidate, Entry, PipelineState, has_text
 from promem_fast.stages.verify import ASSISTANT_REASON, verify_entries
@@ -308,6 +308,14 @@ async def test_entry_passes_only_when_its_main_clause_is_entailed_too():
     # the polarity rule found "adopted a puppy" said as is in t1: its main clause is not judged apart
     assert (e[1].text, e[1].status, [v.hypothesis for v in e[1].nli]) == (
         "Alice adopted a puppy, because she loves dogs.", "kept", ["Alice adopted a puppy, because she loves dogs."])
+    # a swapped noun, a place or a second clause in the main clause: judged on its own
+    for entry in ("Alice adopted a black kitten, because she loves dogs.",
+                  "Alice adopted a puppy and sold her bike, because she loves dogs."):
+        ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(default="entailment")), **NLI_ONLY)
+        state = new_state(ctx)
+        state.entries = [Entry(entry, "draft", "kept", ["t1"])]
+        await verify_entries(ctx, state)
+        assert [v.hypothesis for v in state.entries[0].nli] == [entry, head_claim(entry)]
     # without the polarity rule the main clause is judged on its own, as for the flipped entry
     ctx = make_ctx(services=make_services(rules=rules, nli=FakeNLI(dict(nli.verdicts))),
                    check_polarity=False, **NLI_ONLY)
@@ -483,6 +491,45 @@ async def test_relation_verification_implicit_supported_unsupported():
     ans = [c for c in ctx.services.llm.calls if "Question 2: Q-open" in c.messages[-1]["content"]][0]
     assert "Memory entries:\n1. alpha\n2. beta\n3. gamma\n4. delta" in ans.messages[-1]["content"]
     assert "[t1]" not in ans.messages[-1]["content"]
+
+
+async def test_unreadable_support_answer_gives_each_edge_one_verdict():
+    rule = relation_rule({"A: alpha": {"question": "Q-implicit"}, "A: beta": {"question": "Q-open"}},
+                         {"Q-implicit": {"answerable": True}, "Q-open": {"answerable": False}}, {})
+
+    def answer(req):  # the support request ("Link k: ...") gets an unreadable answer every time
+        return "[tru" if "Link 1:" in req.messages[1]["content"] else rule(req)
+
+    ctx = make_ctx(services=make_services(rules={"relation_verify": answer}))
+    state = new_state(ctx)
+    state.entries = [Entry(t, "draft", "kept", []) for t in ("alpha", "beta", "gamma")]
+    state.event_edges = [(0, "causal", 1), (1, "causal", 2)]
+    state.event_to_entry = {0: 0, 1: 1, 2: 2}
+    assert await verify_relations(ctx, state) == []
+    reasons = [d.reason for d in state.discarded]
+    assert len(reasons) == 2 and all(r.startswith(UNREADABLE_REASON) for r in reasons)
+    # probe, answerability, then the support request and its retry
+    assert ctx.stats["relation_verify"].llm_calls == 4
+
+
+async def test_probe_answer_of_the_wrong_length_is_retried():
+    answers = iter(['["only one question"]', '["Q1", "Q2"]'])
+
+    def answer(req):
+        if "Pair 1:" in req.messages[1]["content"]:  # the request as first sent, retries too
+            return next(answers)
+        return relation_rule({}, {"Q": {"answerable": False}}, {"Claim:": True})(req)
+
+    ctx = make_ctx(services=make_services(rules={"relation_verify": answer}))
+    state = new_state(ctx)
+    state.entries = [Entry(t, "draft", "kept", []) for t in ("alpha", "beta", "gamma")]
+    state.event_edges = [(0, "causal", 1), (1, "temporal", 2)]
+    state.event_to_entry = {0: 0, 1: 1, 2: 2}
+    edges = await verify_relations(ctx, state)
+    assert [(r.source, r.type, r.target, r.question) for r in edges] == [(0, "causal", 1, "Q1"), (1, "temporal", 2, "Q2")]
+    probes = [c for c in ctx.services.llm.calls if "Pair 1:" in c.messages[1]["content"]]
+    # the retry shows the rejected answer and why it was rejected
+    assert len(probes) == 2 and probes[1].messages[2] == {"role": "assistant", "content": '["only one question"]'}
 
 
 async def test_relation_checks_capped():

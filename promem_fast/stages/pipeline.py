@@ -225,7 +225,9 @@ async def run_pipeline(ctx: SessionContext, on_stage: OnStage = None) -> MemoryG
 
     A session whose turns hold no letters or digits (e.g. emoji only) yields an empty graph
     without any model call (logged). Raises :class:`StructuredOutputError` when an LLM output
-    stays invalid after the retry (no partial graph is returned).
+    stays invalid after the retry (no partial graph is returned), except in relation
+    verification and the language rewrite, whose failure leaves the verified entries as they
+    are (the session's candidate edges are then discarded with the reason).
     """
     variant = ctx.config.pipeline.variant
     block = dialogue_block(ctx.session, ctx.user_name)

@@ -11,12 +11,13 @@ collapse onto one entry are dropped. For each remaining edge (at most
 3. otherwise the dialogue is asked whether it supports the link -> kept if supported.
 
 Probes, answerability and support are one request each for all of the session's edges
-(at most three calls per session); all charged to stage "relation_verify".
+(three requests per session, plus JSON retries); all charged to stage "relation_verify".
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Optional
 
 from ..context import SessionContext
 from ..prompts.relate import answerable_request, memory_block, probe_request, relation_phrase, supported_request
@@ -70,39 +71,41 @@ async def verify_relations(ctx: SessionContext, state: PipelineState) -> list[Ed
     if not cand:
         return state.edges
     try:
-        return await _verify(ctx, state, cand)
+        verdicts = await _verdicts(ctx, state, cand)
     except StructuredOutputError as exc:
         # the verified entries stand without edges: an unreadable answer here must not fail
         # the session and lose its memory
         logger.warning("session %s: %d candidate edges dropped: %s", state.session.session_id, len(cand), exc)
-        state.edges = []
-        for a, t, b in cand:
-            state.discard(edge_text(state, a, t, b), "relation_verify", f"{UNREADABLE_REASON}: {exc}")
-        return state.edges
+        verdicts = [(None, f"{UNREADABLE_REASON}: {exc}")] * len(cand)
+    # applied once every request has been answered, so an edge gets one verdict
+    for (a, t, b), (question, why) in zip(cand, verdicts):
+        if why is None:
+            state.edges.append(EdgeOut(a, t, b, question))
+        else:
+            state.discard(edge_text(state, a, t, b), "relation_verify", why)
+    return state.edges
 
 
-async def _verify(ctx: SessionContext, state: PipelineState, cand: list[tuple[int, str, int]]) -> list[EdgeOut]:
+async def _verdicts(ctx: SessionContext, state: PipelineState,
+                    cand: list[tuple[int, str, int]]) -> list[tuple[Optional[str], Optional[str]]]:
+    """Per candidate edge: (probe question, None) when it is kept, else (question, reason)."""
     E = state.entries
     (probes,) = await ctx.llm_json([probe_request([(E[a].text, t, E[b].text) for a, t, b in cand])],
                                    "relation_verify")
     questions = [clean_text(q) for q in probes]
     memory = memory_block([E[i].text for i in state.live_entries()])
     (answers,) = await ctx.llm_json([answerable_request(memory, questions)], "relation_verify")
-    open_edges = []
-    for (a, t, b), q, ans in zip(cand, questions, answers):
-        if ans["answerable"]:
-            state.discard(edge_text(state, a, t, b), "relation_verify", "implicit: answerable from memory")
-        else:
-            open_edges.append((a, t, b, q))
-    if not open_edges:
-        return state.edges
+    out: list[tuple[Optional[str], Optional[str]]] = [
+        (q, "implicit: answerable from memory" if ans["answerable"] else None) for q, ans in zip(questions, answers)]
+    open_k = [k for k, (_, why) in enumerate(out) if why is None]
+    if not open_k:
+        return out
     (checks,) = await ctx.llm_json(
-        [supported_request(state.block, [(E[a].text, t, E[b].text, q) for a, t, b, q in open_edges])],
+        [supported_request(state.block, [(E[cand[k][0]].text, cand[k][1], E[cand[k][2]].text, out[k][0])
+                                         for k in open_k])],
         "relation_verify",
     )
-    for (a, t, b, q), ok in zip(open_edges, checks):
-        if ok:
-            state.edges.append(EdgeOut(a, t, b, q))
-        else:
-            state.discard(edge_text(state, a, t, b), "relation_verify", "not supported by the dialogue")
-    return state.edges
+    for k, ok in zip(open_k, checks):
+        if not ok:
+            out[k] = (out[k][0], "not supported by the dialogue")
+    return out

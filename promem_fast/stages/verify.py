@@ -120,11 +120,11 @@ def polarity_clash(hypothesis: str, premise: str, user_name: str = "") -> bool:
     return same_polarity(hypothesis, premise, user_name) is False
 
 
-def same_polarity(hypothesis: str, premise: str, user_name: str = "") -> Optional[bool]:
+def same_polarity(hypothesis: str, premise: str, user_name: str = "", min_share: float = 0.6) -> Optional[bool]:
     """Whether the hypothesis's main clause has the polarity of the premise clause that best
     matches it (the rule of :func:`polarity_clash`): True when both are negated or neither,
-    False when one is, None when the rule cannot decide (fewer than 2 or 60 % shared content
-    words, or best clauses of both polarities)."""
+    False when one is, None when the rule cannot decide (fewer than 2 shared content words or
+    fewer than ``min_share`` of the main clause's, or best clauses of both polarities)."""
     skip = frozenset(_POL_WORD.findall(user_name.lower()))
     h_neg, h_words = _clause_words(_clauses(hypothesis)[0][0], skip)
     if len(h_words) < 2:
@@ -135,7 +135,7 @@ def same_polarity(hypothesis: str, premise: str, user_name: str = "") -> Optiona
         # a main clause wins a tie with a subordinate one ("..., because puzzle games frustrate me")
         scored.append(((len(h_words & words), main), neg))
     best = max(k for k, _ in scored)
-    if best[0] < 2 or best[0] < 0.6 * len(h_words):
+    if best[0] < 2 or best[0] < min_share * len(h_words):
         return None
     pols = {neg for k, neg in scored if k == best}
     return h_neg in pols if len(pols) == 1 else None
@@ -202,14 +202,18 @@ def _hypotheses(text: str, check_head: bool) -> list[str]:
 
 
 def _needs_head_check(text: str, premise: str, user_name: str, p) -> bool:
-    """The main clause of ``text`` is judged on its own (``check_head_claim``) unless the
-    polarity rule (``check_polarity``) already found the turn's matching clause to say it with
-    the same polarity: the separate check is there to catch a main clause flipped while the
-    reason copies the turn, and over the labelled runs to 16315a5 it changed 4 of 120
-    verdicts, each time calling a true main clause neutral (docs/pipeline.md)."""
-    if not p.check_head_claim:
+    """The main clause of ``text`` is judged on its own (``check_head_claim``) unless, with
+    ``check_polarity`` on, it is one clause whose every content word is in one clause of the
+    turn said with the same polarity (:func:`same_polarity` at ``min_share`` 1): the separate
+    check is there to catch a main clause changed while the reason copies the turn, and in
+    the stored graphs to 16315a5 it changed 4 of 120 verdicts, each time calling a true main
+    clause neutral (docs/pipeline.md). A swapped noun or a second clause keeps the check."""
+    head = head_claim(text) if p.check_head_claim else None
+    if head is None:
         return False
-    return not (p.check_polarity and same_polarity(text, premise, user_name) is True)
+    if not p.check_polarity or len(_clauses(head)) > 1:
+        return True
+    return same_polarity(head, premise, user_name, min_share=1.0) is not True
 
 
 def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
