@@ -32,6 +32,7 @@ F1 >= 0.5; not HaluMem's LLM judge).
     python benchmarks/bench_mem0_backend.py                     # embedded model, ~1 h per system on 2 cores
     python benchmarks/bench_mem0_backend.py --llm-url http://127.0.0.1:8080/v1 --model qwen
     python benchmarks/bench_mem0_backend.py --smoke --out /tmp/smoke.jsonl   # fake server + scripted answers, seconds
+    python benchmarks/bench_mem0_backend.py --datasets locomo   # one dataset per run (Mem0's side: ~1 h for LoCoMo)
 
 Appends one JSON line per run (commit, date, machine, per-session rows, summary, targets) to
 ``--out`` (default ``benchmarks/results/bench_mem0_backend.jsonl``; ``--smoke`` needs its own
@@ -68,6 +69,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SYSTEMS = ("mem0", "promem_fast")
+DATASETS = ("locomo", "halumem")
+# Mem0's OpenAI client abandons a request after 600 s (the SDK default) and sends it again;
+# on one local server that serves requests one at a time, the abandoned one still runs, so
+# every timeout doubled the work. The harness waits as long as the counting proxy does.
+MEM0_LLM_TIMEOUT_S = 3600.0
 TARGETS = {"tokens_ratio_max": 0.2, "seconds_ratio_max": 1 / 3}
 
 
@@ -228,8 +234,10 @@ class BenchSession:
     questions: list[dict[str, Any]] = field(default_factory=list)  # {question, answer, category?}
 
 
-def load_bench_sessions(data_dir: Path, max_turns: Optional[int], max_questions: Optional[int]) -> list[BenchSession]:
-    """LoCoMo conv-26 sessions 1-2 and HaluMem user3 sessions 1-3, with gold points and questions.
+def load_bench_sessions(data_dir: Path, max_turns: Optional[int], max_questions: Optional[int],
+                        datasets: tuple[str, ...] = DATASETS) -> list[BenchSession]:
+    """LoCoMo conv-26 sessions 1-2 and HaluMem user3 sessions 1-3, with gold points and
+    questions; ``datasets`` keeps those of "locomo" and / or "halumem" only.
 
     Raises:
         FileNotFoundError: a data file is missing (names it).
@@ -268,7 +276,7 @@ def load_bench_sessions(data_dir: Path, max_turns: Optional[int], max_questions:
         hq += [{"question": q["question"], "answer": str(q.get("answer", ""))}
                for q in s.metadata.get("questions") or []]
     out[-1].questions = hq[:max_questions] if max_questions is not None else hq
-    return out
+    return [b for b in out if b.dataset in datasets]
 
 
 def mem0_chunks(bs: BenchSession, chunk: int) -> list[list[dict[str, str]]]:
@@ -305,6 +313,7 @@ def build_systems(workdir: Path, llm_url: str, model: str, embed: Any, variant: 
     (workdir / "promem").mkdir(parents=True, exist_ok=True)
     native = mem0.Memory(mem0_config(mem0_dict(workdir / "mem0", llm_url, model)))
     native.embedding_model.bind(lambda: embed)
+    native.llm.client = native.llm.client.with_options(timeout=MEM0_LLM_TIMEOUT_S)
     cfg = Config(pipeline=PipelineConfig(variant=variant),
                  llm=LLMConfig(backend="openai", base_url=llm_url, model=model, api_key="local", parallel=parallel))
     llm = create_llm(cfg.llm)
@@ -524,6 +533,9 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     ap.add_argument("--top-k", type=int, default=20)
     ap.add_argument("--max-turns", type=int, default=None, help="cut each session (smoke runs)")
     ap.add_argument("--max-questions", type=int, default=None, help="per dataset")
+    ap.add_argument("--datasets", default=",".join(DATASETS),
+                    help="comma list of locomo,halumem: run on those sessions and questions only (each dataset is "
+                         "its own Mem0 user, so a run per dataset gives the same rows as one run of both)")
     ap.add_argument("--out", type=Path, default=None,
                     help="JSON Lines file the run's line is appended to (default benchmarks/results/bench_mem0_backend.jsonl)")
     args = ap.parse_args(argv)
@@ -531,6 +543,9 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     bad = [s for s in systems if s not in SYSTEMS]
     if bad or not systems:
         ap.error(f"--systems: unknown {bad}; choose from {list(SYSTEMS)}")
+    datasets = tuple(d.strip() for d in args.datasets.split(",") if d.strip())
+    if not datasets or any(d not in DATASETS for d in datasets):
+        ap.error(f"--datasets: expected a comma list of {list(DATASETS)}, got {args.datasets!r}")
     if args.mem0_chunk < 1:
         ap.error("--mem0-chunk must be >= 1")
     if args.out is None and args.smoke:
@@ -545,7 +560,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     from promem_fast.backends.embed.onnx import OnnxEmbedder
     from promem_fast.config import EmbedConfig
 
-    sessions = load_bench_sessions(args.data_dir, args.max_turns, args.max_questions)
+    sessions = load_bench_sessions(args.data_dir, args.max_turns, args.max_questions, datasets)
     embed = OnnxEmbedder(EmbedConfig(), threads=1)
     server = fake = None
     workdir = Path(tempfile.mkdtemp(prefix="bench-mem0-"))

@@ -341,6 +341,15 @@ def test_bench_mem0_backend_smoke(tmp_path):
     lines = (tmp_path / "smoke.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["summary"] == s and json.loads(lines[0])["smoke"] is True
     assert "| LLM calls |" in bench.markdown(res)
+    # one dataset per run: the same rows as in the run of both (each dataset is its own user)
+    one = bench.main(["--smoke", "--data-dir", str(DATA), "--max-turns", "6", "--max-questions", "2",
+                      "--datasets", "halumem", "--systems", "promem_fast", "--out", str(tmp_path / "smoke.jsonl")])
+    keys = ("session_id", "llm_calls", "prompt_tokens", "completion_tokens", "memories", "recall", "precision")
+    assert [tuple(r[k] for k in keys) for r in one["sessions"]] ==         [tuple(r[k] for k in keys) for r in rows if r["system"] == "promem_fast" and r["dataset"] == "halumem"]
+    qa = one["summary"]["promem_fast"]["qa"]
+    assert qa["halumem"] == s["promem_fast"]["qa"]["halumem"] and qa["locomo"]["questions"] == 0
+    with pytest.raises(SystemExit):
+        bench.main(["--smoke", "--datasets", "locomo,msc", "--out", str(tmp_path / "x.jsonl")])
 
 
 # ---------------------------------------------------------------------------- embedded model
