@@ -96,6 +96,10 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
 def test_announcing_a_topic_is_filler():
     assert screen.is_filler("Nora wants to share her beverage preference with the assistant.", "Nora")
     assert not screen.is_filler("Nora wants to share a flat with Teo in Porto.", "Nora")
+    # the act's purpose is about the conversation too; what the act itself names decides
+    assert screen.is_filler("Nora would like to share her film preference with you so you can understand her "
+                            "personal tastes and better know her choices in future chats.", "Nora")
+    assert not screen.is_filler("Nora mentioned her move to Porto in June so that Teo knows she is away.", "Nora")
 
 
 # --- assistant text as a user fact -----------------------------------------------------------

@@ -76,6 +76,8 @@ _ACT_START = re.compile(
     r"shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
     r"described|describes|explained|explains|expressed|expresses)\b", re.I)
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
+# where a dialogue act's purpose begins ("shared X so that ...", "... in order to ...")
+_PURPOSE = re.compile(r",?\s+(?:so(?:\s+that)?|in order to|to help|because|since)\s", re.I)
 
 
 _QUOTE_SPANS = [
@@ -302,8 +304,12 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         own_difficulty = _FINDS_IT_TO.match(body) and sum(not w.startswith("find") for w in words) >= 2
         return not names and not _SPECIFIC.search(body) and not own_difficulty
     act = _ACT_START.match(body)
-    if act and len(_substantive(predicate_words(body[act.end():], user_name))) <= 1:
-        return True
+    if act:
+        # the act's purpose ("so the assistant can understand her choices") is about the
+        # conversation too: only what the act itself names counts
+        named = _PURPOSE.split(body[act.end():], maxsplit=1)[0]
+        if len(_substantive(predicate_words(named, user_name))) <= 1:
+            return True
     return _vague(body, words)
 
 
