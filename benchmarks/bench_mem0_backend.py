@@ -457,6 +457,13 @@ def summarise(rows: list[dict], qa: dict[str, dict]) -> dict[str, Any]:
     return out
 
 
+def _session_names(rows: list[dict]) -> str:
+    """The datasets a run's rows cover, as the table header names them."""
+    names = {"locomo": "LoCoMo conv-26 s1-2", "halumem": "HaluMem user3 s1-3"}
+    have = {r["dataset"] for r in rows}
+    return ", ".join(v for k, v in names.items() if k in have)
+
+
 def machine_info(llm_desc: str, threads: int) -> dict[str, Any]:
     import importlib.metadata as md
 
@@ -497,7 +504,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [f"# Mem0 with its own extraction vs Mem0 storing promem_fast memories{' (SMOKE: fake LLM)' if res['smoke'] else ''}",
              "", f"{m['date']}, {m['cpu']} ({m['cores']} cores, {m['threads']} LLM threads), LLM {m['llm']}, "
              f"mem0ai {m['mem0ai']}, promem_fast {m['promem_fast_commit']} (variant {res['args']['variant']}), "
-             f"{max(a['sessions'], b['sessions'])} sessions (LoCoMo conv-26 s1-2, HaluMem user3 s1-3).", "",
+             f"{max(a['sessions'], b['sessions'])} sessions ({_session_names(res['sessions'])}).", "",
              "| per session (mean) | Mem0 (own extraction) | Mem0 + promem_fast | ratio |", "|---|---|---|---|"]
     for key, label in (("llm_calls_per_session", "LLM calls"), ("prompt_tokens_per_session", "prompt tokens"),
                        ("completion_tokens_per_session", "completion tokens"),
