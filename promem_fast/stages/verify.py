@@ -194,26 +194,22 @@ async def ground_entries(
     return out
 
 
-def _hypotheses(text: str, check_head: bool) -> list[str]:
+def _hypotheses(text: str, premise: str, user_name: str, p) -> list[str]:
     """What NLI must all entail for ``text`` to pass: the text, then its main clause
-    (:func:`head_claim`) when ``check_head`` and a reason clause follows it."""
-    head = head_claim(text) if check_head else None
-    return [text, head] if head else [text]
+    (:func:`head_claim`) when ``check_head_claim`` is on and a reason clause follows it.
 
-
-def _needs_head_check(text: str, premise: str, user_name: str, p) -> bool:
-    """The main clause of ``text`` is judged on its own (``check_head_claim``) unless, with
-    ``check_polarity`` on, it is one clause whose every content word is in one clause of the
-    turn said with the same polarity (:func:`same_polarity` at ``min_share`` 1): the separate
-    check is there to catch a main clause changed while the reason copies the turn, and in
-    the stored graphs to 16315a5 it changed 4 of 120 verdicts, each time calling a true main
-    clause neutral (docs/pipeline.md). A swapped noun or a second clause keeps the check."""
+    The main clause is left out when, with ``check_polarity`` on, it is one clause whose every
+    content word is in one clause of ``premise`` said with the same polarity
+    (:func:`same_polarity` at ``min_share`` 1): the separate check is there to catch a main
+    clause changed while the reason copies the turn, and in the stored graphs to 16315a5 it
+    changed 4 of 120 verdicts, each time calling a true main clause neutral
+    (docs/pipeline.md). A swapped noun or a second clause keeps the check."""
     head = head_claim(text) if p.check_head_claim else None
     if head is None:
-        return False
-    if not p.check_polarity or len(_clauses(head)) > 1:
-        return True
-    return same_polarity(head, premise, user_name, min_share=1.0) is not True
+        return [text]
+    if p.check_polarity and len(_clauses(head)) == 1 and same_polarity(head, premise, user_name, min_share=1.0):
+        return [text]
+    return [text, head]
 
 
 def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
@@ -236,8 +232,7 @@ async def _nli_check(
         if p.lexical_entailment and screen.lexical_entailment(text, name, premise_turn[i].content):
             pairs.append((key, i, text))
         else:
-            head = _needs_head_check(text, premise_turn[i].content, name, p)
-            pairs.extend((key, i, h) for h in _hypotheses(text, head))
+            pairs.extend((key, i, h) for h in _hypotheses(text, premise_turn[i].content, name, p))
     # a clause the turn plainly negates (or affirms) the other way needs no NLI call
     clash = [p.check_polarity and polarity_clash(h, premise_turn[i].content, name) for _, i, h in pairs]
     lexical = [not c and p.lexical_entailment and screen.lexical_entailment(h, name, premise_turn[i].content)
