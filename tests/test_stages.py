@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from promem_fast.prompts.common import dialogue_block
-from promem_fast.schema import Session, Turn
+from promem_fast.schema import NLIVerdict, Session, Turn
 from promem_fast.stages.anchor import anchor_details
 from promem_fast.stages.complete import completeness_check, uncovered_details
 from promem_fast.stages.extract import FIRST_PERSON_REASON, abstract_events, extract_details, extract_draft, infer_relations, parse_edges
@@ -373,10 +373,9 @@ async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call(
         content="I don't like puzzle games, because they frustrate me. I like to play strategy games.")])
     flipped = "Alice likes puzzle games, because they are relaxing."
     nli = FakeNLI(default="entailment")  # as lenient as the 1.5B judge
-    rules = {"verify": keyed({f"Entry: {flipped}": ["Alice likes puzzle games.", "Alice finds puzzle games relaxing."],
-                              "Fact: Alice likes puzzle games.": {"action": "REVISE",
-                                                                  "revised_fact": "Alice doesn't like puzzle games."},
-                              "Fact: Alice finds puzzle games relaxing.": {"action": "DISCARD", "revised_fact": None}})}
+    # no decomposition rule: the flipped one-clause claim is the atomic fact (a decompose call raises)
+    rules = {"verify": keyed({"Fact: Alice likes puzzle games.": {"action": "REVISE",
+                                                                  "revised_fact": "Alice doesn't like puzzle games."}})}
     ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=nli), lexical_entailment=False)
     state = new_state(ctx)
     state.entries = [Entry(flipped, "draft", "kept", ["t1"]), Entry("Alice likes to play strategy games.", "draft", "kept", ["t1"])]
@@ -384,9 +383,8 @@ async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call(
     e = state.entries
     assert [(v.hypothesis, v.label, v.by) for v in e[0].nli] == [
         (flipped, "contradiction", "polarity"), ("Alice likes puzzle games.", "contradiction", "polarity"),
-        ("Alice likes puzzle games.", "contradiction", "polarity"),
-        # "relaxing" is not "frustrate", but the rule sees only "puzzle games" said in a negated clause
-        ("Alice finds puzzle games relaxing.", "contradiction", "polarity")]
+        ("Alice likes puzzle games.", "contradiction", "polarity")]
+    assert [(a.text, a.action) for a in e[0].atomic_facts] == [("Alice likes puzzle games.", "revised")]
     assert (e[0].text, e[0].status) == ("Alice doesn't like puzzle games.", "revised")
     assert (e[1].status, [(v.label, v.by) for v in e[1].nli]) == ("kept", [("entailment", "nli")])
     # only the pairs the rule could not decide went to the NLI service
@@ -398,6 +396,32 @@ async def test_an_entry_the_turn_negates_is_a_contradiction_without_an_nli_call(
     state.entries = [Entry(flipped, "draft", "kept", ["t1"])]
     await verify_entries(ctx, state)
     assert (state.entries[0].text, state.entries[0].status) == (flipped, "kept")
+
+
+async def test_a_flipped_compound_is_still_decomposed():
+    """Only a one-clause main claim skips decomposition: "likes X, but plays Y" may hold a true part."""
+    from promem_fast.stages.verify import flipped_claim
+
+    sess = Session(session_id="s8", user_name="Alice", turns=[Turn(
+        turn_id="t1", role="user", content="I don't like puzzle games. I play chess on Sundays.")])
+    compound = "Alice likes puzzle games, but she plays chess on Sundays."
+    rules = {"verify": keyed({f"Entry: {compound}": ["Alice likes puzzle games.", "Alice plays chess on Sundays."],
+                              "Fact: Alice likes puzzle games.": {"action": "DISCARD", "revised_fact": None}})}
+    ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=FakeNLI(default="entailment")),
+                   lexical_entailment=False, screen_entries=False)
+    state = new_state(ctx)
+    state.entries = [Entry(compound, "draft", "kept", ["t1"])]
+    await verify_entries(ctx, state)
+    e = state.entries[0]
+    assert [(a.text, a.action) for a in e.atomic_facts] == [
+        ("Alice likes puzzle games.", "discarded"), ("Alice plays chess on Sundays.", "kept")]
+    assert (e.text, e.status) == ("Alice plays chess on Sundays.", "revised")
+    contra = [NLIVerdict(premise_turn_id="t1", hypothesis="x", label="contradiction", score=1.0, by="polarity")]
+    assert flipped_claim("Alice likes sodas, because they are too sweet.", contra) == "Alice likes sodas."
+    assert flipped_claim("Alice likes sodas.", contra) == "Alice likes sodas."
+    assert flipped_claim(compound, contra) is None
+    judged = [NLIVerdict(premise_turn_id="t1", hypothesis="x", label="contradiction", score=0.9, by="nli")]
+    assert flipped_claim("Alice likes sodas.", judged) is None  # only the rule's verdict, not a judge's
 
 
 async def test_hallucination_verification():

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Hashable, Optional
+from typing import Hashable, Optional, Sequence
 
 import numpy as np
 
@@ -210,6 +210,23 @@ def _hypotheses(text: str, premise: str, user_name: str, p) -> list[str]:
     if p.check_polarity and len(_clauses(head)) == 1 and same_polarity(head, premise, user_name, min_share=1.0):
         return [text]
     return [text, head]
+
+
+def flipped_claim(text: str, verdicts: Sequence[NLIVerdict]) -> Optional[str]:
+    """The entry's main claim when the polarity rule found the turn saying it the other way
+    and that claim is one clause, else None.
+
+    ``verdicts``: the entry's step-1 NLI verdicts; one ``by="polarity"`` contradiction means
+    its main clause is flipped (the rule reads the main clause only). The claim, without its
+    reason clause ("Sarah likes sodas, because they are too sweet" -> "Sarah likes sodas."),
+    is then the only atomic fact: the adjudicator revises or discards it (§3.4) without a
+    decomposition call, whose 1.5B answer repeated the entry or split off a reason that
+    explains the flipped claim (HaluMem user3 session 3 at 4d2bd1c: 3 such entries, 3
+    decomposition and 4 adjudication calls, every fact discarded)."""
+    if not any(v.by == "polarity" and v.label == "contradiction" for v in verdicts):
+        return None
+    claim = head_claim(text) or text
+    return claim if len(_clauses(claim)) == 1 else None
 
 
 def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
@@ -401,12 +418,15 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     if not failed:
         return
 
-    # 2) atomic decomposition of the non-entailed entries
+    # 2) atomic decomposition of the non-entailed entries; an entry whose one-clause main
+    # claim the turn says the other way needs none: that claim is its atomic fact
+    facts: dict[int, list[str]] = {i: [f] for i in failed if i not in split
+                                   for f in [flipped_claim(state.entries[i].text, state.entries[i].nli)] if f}
+    to_split = [i for i in failed if i not in facts]
     decomp = await ctx.llm_json(
-        [decompose_request(state.entries[i].text, name, p.max_atomic_facts) for i in failed], "verify"
-    )
-    facts: dict[int, list[str]] = {}
-    for i, out in zip(failed, decomp):
+        [decompose_request(state.entries[i].text, name, p.max_atomic_facts) for i in to_split], "verify"
+    ) if to_split else []
+    for i, out in zip(to_split, decomp):
         fs, seen = [], set()
         for f in out[: p.max_atomic_facts]:
             f = clean_text(f, name)
