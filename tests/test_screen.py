@@ -93,6 +93,23 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     assert screen.names_no_one(text, "Nora", ["Kai"]) is fragment
 
 
+@pytest.mark.parametrize("text, filler", [
+    # a feeling about nothing named answers no later question
+    ("Nora is feeling calm and content.", True),
+    ("Nora feels energised and ready.", True),
+    ("Nora is thrilled for this new chapter.", True),
+    ("Nora is determined to make it work.", True),
+    # a feeling about something named is a memory
+    ("Nora is nervous about her driving test in May.", False),
+    ("Nora is thrilled about the greenhouse she built.", False),
+    ("Nora feels calm when she paints watercolours.", False),
+    ("Nora is proud of her brother Teo.", False),
+    ("Nora is 34 and feels ready.", False),               # a number is always content
+])
+def test_a_feeling_about_nothing_named_is_filler(text, filler):
+    assert screen.is_filler(text, "Nora") is filler
+
+
 def test_announcing_a_topic_is_filler():
     assert screen.is_filler("Nora wants to share her beverage preference with the assistant.", "Nora")
     assert not screen.is_filler("Nora wants to share a flat with Teo in Porto.", "Nora")
