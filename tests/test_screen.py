@@ -13,7 +13,8 @@ from promem_fast.schema import Session, Turn
 from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
-    ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON, QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
+    QUOTED_REASON, UNSTATED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -382,6 +383,34 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     # a question with "my" tells of the user; one without it only asks
     assert kept == ["Nora signed the lease for her flat.", "Nora is planning a trip to Oslo."]
     assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
+
+
+# --- the writer's reading of the turn ----------------------------------------------------------
+
+def test_an_added_reading_of_the_turn_is_flagged():
+    turn = "I restored an old boat last summer. I sold my car, which means I walk to work now."
+    assert screen.inferred("Nora restored an old boat, implying she is very patient.", turn)
+    assert screen.inferred("Nora restored a boat, which shows her patience.", turn)
+    assert not screen.inferred("Nora sold her car, which means she walks to work now.", turn)  # the turn says so
+    assert not screen.inferred("Nora is showing her paintings at the fair.", turn)  # no comma: not a reading
+    assert not screen.inferred("Nora restored an old boat last summer.", turn)
+
+
+async def test_a_compound_with_a_reading_keeps_its_stated_part():
+    s = session([("u1", "user", "I restored an old boat last summer.")])
+    entry = "Nora restored an old boat, implying she is very patient."
+    rules = {"verify": keyed({f"Entry: {entry}": ["Nora restored an old boat.", "Nora is very patient."]})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    e = state.entries[0]
+    # flagged as a whole (inferred), so decomposed; the reading finds no support in the turn
+    # (without the flag the lenient judge keeps the entry as written)
+    assert [(a.text, a.action) for a in e.atomic_facts] == [
+        ("Nora restored an old boat.", "kept"), ("Nora is very patient.", "discarded")]
+    assert (e.text, e.status, e.discarded) == ("Nora restored an old boat.", "revised", False)
+    assert "atomic fact: " + UNSTATED_REASON in {d.reason for d in state.discarded}
 
 
 async def test_a_wish_is_not_stored_as_done():

@@ -16,7 +16,8 @@ reason in ``discarded``:
 * :func:`wished_only`: its words are in the turn only inside a wish ("I want to be ...") that
   the entry states as a fact;
 * :func:`subject_clash`: the turn's clause that states it has another subject ("my brother
-  Tomas flies in on Sunday" -> "User flies in on Sunday").
+  Tomas flies in on Sunday" -> "User flies in on Sunday");
+* :func:`inferred`: it adds the writer's reading of the turn (", implying ...").
 
 :func:`lexical_entailment` is the fast path: an entry whose every content word is in its
 user turn, outside quotes, with the same polarity and subject, is entailed without an NLI
@@ -245,6 +246,23 @@ def quoted_only(text: str, user_name: str, turn_text: str) -> bool:
     with its quoted spans: the user quoted someone else's line."""
     bare = unquoted(turn_text)
     return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
+
+
+# the writer's reading of what was said, joined on with a comma ("..., implying it matters",
+# "..., which shows she cares")
+_INFERENCE = re.compile(
+    r",\s*(implying|suggesting|indicating|showing|demonstrating|highlighting|reflecting|signifying|"
+    r"which (?:means|shows|suggests|indicates|implies|highlights|reflects))\b", re.I)
+
+
+def inferred(text: str, turn_text: str) -> bool:
+    """True when ``text`` adds a clause that reads something into the turn (", implying ...",
+    ", showing that ...", ", which means ...") and the turn does not say it that way (its
+    marker word is not in ``turn_text``). On the labelled dev runs the 3 entries with such a
+    clause were wrong ("..., showing that they are not alone"); the part before it may still
+    be the user's, so a compound entry goes to atomic decomposition."""
+    m = _INFERENCE.search(text)
+    return bool(m) and re.search(r"\b" + re.escape(m.group(1).split()[-1]) + r"\b", turn_text, re.I) is None
 
 
 def _substantive(words: Iterable[str]) -> list[str]:
