@@ -14,7 +14,7 @@ from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
-    QUOTED_REASON, UNSTATED_REASON, dedup_entries,
+    QUOTED_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -383,6 +383,32 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     # a question with "my" tells of the user; one without it only asks
     assert kept == ["Nora signed the lease for her flat.", "Nora is planning a trip to Oslo."]
     assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
+
+
+# --- urged on the other side, not done ---------------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, urged", [
+    ("Nora checked out her ideal pottery studio by the river.",
+     "Oh wow, that must have been fun! Check my ideal pottery studio by the river.", True),
+    ("Nora pushes through and it will be worth it.", "The exam is hard, but push through and it will be worth it.", False),
+    ("Nora pushes through and it will be worth it.", "Push through and it will be worth it, Kai!", True),
+    ("Nora is hanging in there.", "Hang in there, Kai!", True),
+    ("Nora has a new bakery on Elm Street.", "Check out my new bakery on Elm Street!", False),  # verb "has"
+    ("Nora checked out a studio downtown.", "Checked out a studio downtown today. Look at the light!", False),
+    ("Nora keeps bees.", "I keep bees in the garden. Keep at it, Kai!", False),  # "keep" also said of herself
+    ("Nora tried the new ramen place.", "Did you try the new ramen place?", False),  # a question: asked_only's case
+])
+def test_urged_on_the_other_side_is_not_done(entry, turn, urged):
+    assert screen.urged_only(entry, "Nora", turn) is urged
+
+
+async def test_an_urged_entry_is_discarded_before_nli():
+    rows = [("a1", "assistant", "I finally booked the venue for the show."),
+            ("u1", "user", "Wow! Check my ideal pottery studio by the river. I rent a kiln there on Sundays.")]
+    kept, why, _ = await screened(rows, [("Nora checked out her ideal pottery studio by the river.", ["u1"]),
+                                         ("Nora rents a kiln by the river on Sundays.", ["u1"])])
+    assert kept == ["Nora rents a kiln by the river on Sundays."]
+    assert why == {"Nora checked out her ideal pottery studio by the river.": URGED_REASON}
 
 
 # --- the writer's reading of the turn ----------------------------------------------------------

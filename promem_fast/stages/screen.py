@@ -17,6 +17,8 @@ reason in ``discarded``:
   the entry states as a fact;
 * :func:`subject_clash`: the turn's clause that states it has another subject ("my brother
   Tomas flies in on Sunday" -> "User flies in on Sunday");
+* :func:`urged_only`: its verb is in the turn only as an imperative to the other side
+  ("Check my studio by the water" -> "User checked out his studio");
 * :func:`inferred`: it adds the writer's reading of the turn (", implying ...").
 
 :func:`lexical_entailment` is the fast path: an entry whose every content word is in its
@@ -168,6 +170,50 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
     if len(bare) == len(sents):
         return False
     return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(bare))
+
+
+# Verbs whose bare form opening a sentence is an imperative to the other side ("Check my
+# studio by the water", "Push through!", "Hang in there"); a dropped "I" keeps its tense
+# ("Checked out a studio today") or comes with a modal ("Gotta check the floor").
+_IMPERATIVE_VERBS = frozenset("check look take imagine guess try come join listen watch remember consider "
+                              "picture keep believe push hang stay enjoy hold give trust follow show meet".split())
+
+
+def _imperatives(turn_text: str) -> list[tuple[str, str]]:
+    """(verb, sentence) of each sentence of ``turn_text`` that opens, after interjections,
+    with one of :data:`_IMPERATIVE_VERBS` and asks nothing."""
+    out = []
+    for sent in _SENTENCE_END.split(turn_text):
+        toks = [t.lower() for t in _TOKEN.findall(sent)]
+        k = 0
+        while k < len(toks) and toks[k] in _INTERJECTIONS:
+            k += 1
+        if k < len(toks) and toks[k] in _IMPERATIVE_VERBS and not _is_question(sent):
+            out.append((toks[k], sent))
+    return out
+
+
+def urged_only(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry's verb (its first content word after the user's name) is in
+    ``turn_text`` only as an imperative the user says to the other side: "Check my ideal
+    dance studio by the water" -> "User checked out his ideal dance studio"; "Push through
+    and it'll be worth it" -> "User pushes through". The user showed or urged it, and did
+    not do it. Entries not opening with the user's name, and verbs the turn also uses
+    elsewhere, are left alone; "Check out my new bakery" still states "User has a new
+    bakery" (its verb is "has"). English only. Shape: str in, bool out."""
+    turn_text = turn_text.replace("\u2019", "'")
+    body = _strip_subject(text, user_name)
+    if body == text.strip() or _NON_LATIN.search(turn_text):
+        return False
+    words = predicate_words(body, user_name)
+    if not words:
+        return False
+    verb = words[0].lower()
+    urged = [sent for v, sent in _imperatives(turn_text) if word_in(v, verb) or word_in(verb, v)]
+    if not urged:
+        return False
+    rest = " ".join(x for x in _SENTENCE_END.split(turn_text) if x not in urged).lower()
+    return not any(word_in(verb[:5], t) for t in _TOKEN.findall(rest))
 
 
 def _stated_only_in_what_goes(text: str, user_name: str, turn_text: str, bare: str) -> bool:
