@@ -14,7 +14,7 @@ from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
-    QUOTED_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
+    QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -383,6 +383,30 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     # a question with "my" tells of the user; one without it only asks
     assert kept == ["Nora signed the lease for her flat.", "Nora is planning a trip to Oslo."]
     assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
+
+
+# --- said of "it" or "they", not of the user -----------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, clash", [
+    ("Nora really speaks to her.", "Yes! Flamenco is so intense and proud - it really speaks to me.", True),
+    ("Nora looks elegant.", "Oh, it looks elegant! Are those your dancers?", True),
+    ("Nora reflected on how far she has come.", "The talk went well. It made me reflect on how far I've come.", False),
+    ("Nora has a dream of opening a bakery.", "Saving up - it's been a dream to open a bakery.", False),
+    ("Nora loves the harbour walk.", "I love the harbour walk, it calms me.", False),
+    ("Nora won the regional final.", "They said I won the regional final!", False),
+    ("Nora's garden looks lovely.", "It looks lovely in May.", False),  # not the user as subject
+])
+def test_a_verb_said_of_it_is_not_the_users(entry, turn, clash):
+    assert screen.said_of_it(entry, "Nora", turn) is clash
+
+
+async def test_an_entry_said_of_it_is_discarded_before_nli():
+    rows = [("a1", "assistant", "Here is a clip of the flamenco show."),
+            ("u1", "user", "Yes! Flamenco is so intense and proud - it really speaks to me. I take classes on Tuesdays.")]
+    kept, why, _ = await screened(rows, [("Nora really speaks to her.", ["u1"]),
+                                         ("Nora takes flamenco classes on Tuesdays.", ["u1"])])
+    assert kept == ["Nora takes flamenco classes on Tuesdays."]
+    assert why == {"Nora really speaks to her.": SAID_OF_IT_REASON}
 
 
 # --- urged on the other side, not done ---------------------------------------------------------

@@ -61,6 +61,7 @@ WISHED_REASON = "a wish of the user's stated as a fact"
 NOT_SELF_REASON = "re-read fact from a sentence said to the other side (advice, praise or a question)"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
+SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
@@ -296,7 +297,7 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
-            WISHED_REASON, INFERRED_REASON, URGED_REASON)
+            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON)
 
 
 def _reread(entry) -> bool:
@@ -333,6 +334,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return URGED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
+    if screen.said_of_it(text, name, turn.content):
+        return SAID_OF_IT_REASON
     if screen.borrowed_from_other(text, name, turn.content, previous):
         return BORROWED_REASON
     if screen.inferred(text, turn.content):
