@@ -106,6 +106,10 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     ("Nora feels calm when she paints watercolours.", False),
     ("Nora is proud of her brother Teo.", False),
     ("Nora is 34 and feels ready.", False),               # a number is always content
+    ("Nora is stressed about work.", False),              # work is what the feeling is about
+    ("Nora is optimistic.", False),                       # a trait is a persona fact
+    ("Nora feels optimistic and calm.", True),            # ... unless "feel" frames it
+    ("Nora got a scarf.", False),
 ])
 def test_a_feeling_about_nothing_named_is_filler(text, filler):
     assert screen.is_filler(text, "Nora") is filler
@@ -391,6 +395,8 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     ("Nora really speaks to her.", "Yes! Flamenco is so intense and proud - it really speaks to me.", True),
     ("Nora looks elegant.", "Oh, it looks elegant! Are those your dancers?", True),
     ("Nora reflected on how far she has come.", "The talk went well. It made me reflect on how far I've come.", False),
+    ("Nora took three years to finish her nursing degree.", "It took me three years to finish my nursing degree.", False),
+    ("Nora was inspired to start painting again.", "It inspired me to start painting again.", False),
     ("Nora has a dream of opening a bakery.", "Saving up - it's been a dream to open a bakery.", False),
     ("Nora loves the harbour walk.", "I love the harbour walk, it calms me.", False),
     ("Nora won the regional final.", "They said I won the regional final!", False),
@@ -420,7 +426,10 @@ async def test_an_entry_said_of_it_is_discarded_before_nli():
     ("Nora has a new bakery on Elm Street.", "Check out my new bakery on Elm Street!", False),  # verb "has"
     ("Nora checked out a studio downtown.", "Checked out a studio downtown today. Look at the light!", False),
     ("Nora keeps bees.", "I keep bees in the garden. Keep at it, Kai!", False),  # "keep" also said of herself
-    ("Nora tried the new ramen place.", "Did you try the new ramen place?", False),  # a question: asked_only's case
+    ("Nora tried the new ramen place.", "Try the new ramen place on Elm Street!", True),  # any form of the verb
+    ("Nora checked out the new ramen place.", "Did you check out the new ramen place?", False),  # a question
+    ("Nora watches a lot of horror movies.", "Watch a lot of horror movies lately.", False),  # a habit, "I" dropped
+    ("Nora hangs out with her sister on Sundays.", "Hang out with my sister on Sundays.", False),
 ])
 def test_urged_on_the_other_side_is_not_done(entry, turn, urged):
     assert screen.urged_only(entry, "Nora", turn) is urged
@@ -444,6 +453,11 @@ def test_an_added_reading_of_the_turn_is_flagged():
     assert not screen.inferred("Nora sold her car, which means she walks to work now.", turn)  # the turn says so
     assert not screen.inferred("Nora is showing her paintings at the fair.", turn)  # no comma: not a reading
     assert not screen.inferred("Nora restored an old boat last summer.", turn)
+    # an action, or the turn's own verb, is not a reading
+    assert not screen.inferred("Nora teaches kids to code, showing them how to build games.", "I show them how.")
+    assert not screen.inferred("Nora hikes every weekend, reflecting on life.", "I hike and reflect on life.")
+    assert screen.without_reading("Nora restored an old boat, implying she is very patient.") == "Nora restored an old boat."
+    assert screen.without_reading("Nora restored an old boat.") is None
 
 
 async def test_a_compound_with_a_reading_keeps_its_stated_part():
@@ -461,6 +475,13 @@ async def test_a_compound_with_a_reading_keeps_its_stated_part():
         ("Nora restored an old boat.", "kept"), ("Nora is very patient.", "discarded")]
     assert (e.text, e.status, e.discarded) == ("Nora restored an old boat.", "revised", False)
     assert "atomic fact: " + UNSTATED_REASON in {d.reason for d in state.discarded}
+    # the decomposer gives the entry back whole (as the 1.5B model often does): cut before the reading
+    rules = {"verify": keyed({f"Entry: {entry}": [entry]})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert (state.entries[0].text, state.entries[0].discarded) == ("Nora restored an old boat.", False)
 
 
 async def test_a_wish_is_not_stored_as_done():

@@ -420,6 +420,9 @@ async def test_a_flipped_compound_is_still_decomposed():
     assert flipped_claim("Alice likes sodas, because they are too sweet.", contra) == "Alice likes sodas."
     assert flipped_claim("Alice likes sodas.", contra) == "Alice likes sodas."
     assert flipped_claim(compound, contra) is None
+    # "and" joins two claims; "since" may date the claim: both are decomposed as before
+    assert flipped_claim("Alice likes puzzle games and plays chess.", contra) is None
+    assert flipped_claim("Alice hasn't played tennis since May.", contra) is None
     judged = [NLIVerdict(premise_turn_id="t1", hypothesis="x", label="contradiction", score=0.9, by="nli")]
     assert flipped_claim("Alice likes sodas.", judged) is None  # only the rule's verdict, not a judge's
 

@@ -217,7 +217,8 @@ def _hypotheses(text: str, premise: str, user_name: str, p) -> list[str]:
 
 def flipped_claim(text: str, verdicts: Sequence[NLIVerdict]) -> Optional[str]:
     """The entry's main claim when the polarity rule found the turn saying it the other way
-    and that claim is one clause, else None.
+    and that claim is one clause (no "and", comma or other join, :func:`.screen.is_compound`),
+    else None; None too when a "since" follows it (a date, not only a reason).
 
     ``verdicts``: the entry's step-1 NLI verdicts; one ``by="polarity"`` contradiction means
     its main clause is flipped (the rule reads the main clause only). The claim, without its
@@ -228,8 +229,11 @@ def flipped_claim(text: str, verdicts: Sequence[NLIVerdict]) -> Optional[str]:
     decomposition and 4 adjudication calls, every fact discarded)."""
     if not any(v.by == "polarity" and v.label == "contradiction" for v in verdicts):
         return None
+    reason = _REASON_CLAUSE.search(text)
+    if reason and "since" in reason.group(0).lower():
+        return None  # "since May" may date the claim: not cut off
     claim = head_claim(text) or text
-    return claim if len(_clauses(claim)) == 1 else None
+    return claim if len(_clauses(claim)) == 1 and not screen.is_compound(claim) else None
 
 
 def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
@@ -444,8 +448,11 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
                 seen.add(norm_key(f))
                 fs.append(f)
         if i in split and len(fs) <= 1:
-            # the 1.5B decomposer gave the flagged compound back whole: cut it at its clauses
+            # the 1.5B decomposer gave the flagged compound back whole: cut it at its clauses,
+            # or before the reading it adds
             fs = screen.split_clauses(state.entries[i].text, name)
+            cut = screen.without_reading(state.entries[i].text) if len(fs) <= 1 else None
+            fs = [cut] if cut else fs
         facts[i] = fs or [state.entries[i].text]  # nothing split off: judge the entry itself
 
     # 3) NLI of every atomic fact (and its main clause, as in step 1) against the entry's premise;
