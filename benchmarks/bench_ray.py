@@ -11,8 +11,15 @@ speaker_a as the user, then again with speaker_b (ids suffixed ``@speaker_b``) u
 
 Each configuration runs ``run_bulk`` into a fresh directory (the whole job: database,
 commits, export). ``--concurrency`` is sessions in flight in the local process and in each
-Ray worker. Ray is started once (``ray.init``, its time reported as ``ray_init_s``) before
-the Ray configurations; actor start-up is inside each Ray run's ``wall_s``.
+Ray worker. Ray is started once, as ``promem-fast bulk --engine ray`` starts it
+(``promem_fast.distributed.init_ray``; its time reported as ``ray_init_s``), before the
+Ray configurations. Every configuration first runs the same job once on 2 sessions, untimed
+(``warmup_s``; ``--no-warmup`` skips it): the imports of the driver (Ray Data's included) and Ray Data's actors that
+live as long as the cluster (stats, autoscaling coordinator, actor locations) are then in
+place for every configuration alike, as a running process's or cluster's are; before, the
+first Ray configuration paid for them and the second did not. What a job itself costs stays
+inside ``wall_s``: the local engine's services, the Ray workers' start (process, imports,
+services), the dataset, the executor, the result stream.
 
 Prints (and appends to ``--out``) one JSON line per configuration, then one line of
 ratios: ray 2 workers / ray 1 worker and ray 1 worker / local, of sessions per second over
@@ -40,6 +47,12 @@ from promem_fast.bench import machine_info  # noqa: E402
 from promem_fast.bulk import GRAPHS_NAME, run_bulk  # noqa: E402
 from promem_fast.config import Config  # noqa: E402
 from promem_fast.io import load_sessions  # noqa: E402
+
+try:  # the driver's imports stay outside wall_s, as the local engine's do
+    import ray  # noqa: F401
+    import ray.data  # noqa: F401
+except ImportError:  # local configurations only
+    ray = None
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 CONFIGS = {"local": ("local", 0), "ray1": ("ray", 1), "ray2": ("ray", 2)}
@@ -77,12 +90,16 @@ def main(argv=None) -> int:
     p.add_argument("--latency-ms", type=float, default=50.0, help="scripted LLM latency per call (ms)")
     p.add_argument("--concurrency", type=int, default=16, help="sessions in flight per process / per worker")
     p.add_argument("--configs", default="local,ray1,ray2", help="comma list of: " + ", ".join(CONFIGS))
+    p.add_argument("--batch-size", type=int, default=None, help="ray: sessions per map_batches call (default: half of --concurrency)")
+    p.add_argument("--no-warmup", action="store_true", help="skip the untimed 2-session run before each configuration")
     p.add_argument("--out", type=Path, default=None, help="append the JSON lines to this file")
     args = p.parse_args(argv)
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
     bad = [c for c in names if c not in CONFIGS]
     if bad:
         p.error(f"--configs: unknown {bad}; choose from {list(CONFIGS)}")
+    if ray is None and any(CONFIGS[c][0] == "ray" for c in names):
+        p.error("the ray configurations need Ray: pip install 'promem-fast[distributed]'")
     sessions = bench_sessions(args.data, args.sessions)
     cfg = Config()
     cfg.llm.backend, cfg.nli.backend, cfg.embed.backend = "scripted", "llm", "hash"
@@ -90,6 +107,7 @@ def main(argv=None) -> int:
         "bench": "bench_ray", "commit": _commit(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(), "sessions": len(sessions), "input": args.data.name,
         "llm": f"scripted@{args.latency_ms:g}ms", "concurrency_per_worker": args.concurrency,
+        "batch_size": args.batch_size, "warmup": not args.no_warmup,
     }
     records, canon = [], {}
     ray_init_s = None
@@ -97,16 +115,20 @@ def main(argv=None) -> int:
         engine, workers = CONFIGS[name]
         kw = {}
         if engine == "ray":
-            import ray
-
-            from promem_fast.distributed import RayOptions
+            from promem_fast.distributed import RayOptions, init_ray
 
             if not ray.is_initialized():
                 t = time.perf_counter()
-                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+                init_ray(RayOptions(num_cpus=os.cpu_count()), log_to_driver=False)
                 ray_init_s = round(time.perf_counter() - t, 3)
-            kw = {"engine": "ray", "ray": RayOptions(workers=workers, cpus_per_worker=1)}
+            kw = {"engine": "ray", "ray": RayOptions(workers=workers, cpus_per_worker=1, batch_size=args.batch_size)}
         with tempfile.TemporaryDirectory(prefix=f"bench_ray_{name}_") as tmp:
+            warmup_s = None
+            if not args.no_warmup:  # untimed: the same job on 2 sessions
+                t = time.perf_counter()
+                run_bulk([args.data], Path(tmp) / "warmup", "locomo", args.concurrency, cfg, sessions_list=sessions[:2],
+                         progress=False, scripted_latency_s=args.latency_ms / 1000.0, **kw)
+                warmup_s = round(time.perf_counter() - t, 3)
             out = Path(tmp) / "out"
             t = time.perf_counter()
             rep = run_bulk([args.data], out, "locomo", args.concurrency, cfg, sessions_list=sessions,
@@ -115,7 +137,7 @@ def main(argv=None) -> int:
             canon[name] = _canon_lines(out)
         rec = dict(common, config=name, engine=engine, workers=workers or None, wall_s=round(wall, 3),
                    sessions_per_s=round(rep.ok / wall, 4), tokens_per_s=round(rep.tokens / wall, 1),
-                   ok=rep.ok, failed=rep.failed, tokens=rep.tokens,
+                   ok=rep.ok, failed=rep.failed, tokens=rep.tokens, warmup_s=warmup_s,
                    machine_load_after=round(os.getloadavg()[0], 2))
         start = 0.0
         if engine == "ray":

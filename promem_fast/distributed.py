@@ -419,13 +419,20 @@ def _is_ray_client() -> bool:
         return False
 
 
-def _init_ray(options: RayOptions, progress: bool) -> bool:
-    """Connect to (or start) Ray unless this process already is; True when we did."""
+def init_ray(options: Optional[RayOptions] = None, *, log_to_driver: bool = True) -> bool:
+    """Connect to the Ray of ``options.address`` (or ``$RAY_ADDRESS``), or start a local
+    one without the dashboard and with ``options.num_cpus`` CPUs (None = all), unless this
+    process is connected already. ``benchmarks/bench_ray.py`` starts its Ray with it too.
+
+    Returns True when this call connected (the caller calls ``ray.shutdown()``).
+    Raises ImportError without Ray; Ray's ConnectionError when the address is unreachable.
+    """
     ray = require_ray()
     if ray.is_initialized():
         return False
+    options = options or RayOptions()
     address = options.address
-    kw: dict[str, Any] = {"log_to_driver": True}
+    kw: dict[str, Any] = {"log_to_driver": log_to_driver}
     if address is None and not os.environ.get("RAY_ADDRESS"):
         # "local": a new Ray for this job, never a stale `ray start` cluster found on the node
         address = "local"
@@ -491,7 +498,7 @@ def run_bulk_ray(
         report.skipped = report.total - len(todo)
         logger.info("bulk %s (ray): %d sessions, %d to do, %d skipped", out, report.total, len(todo), report.skipped)
         if todo:
-            started = _init_ray(options, progress)
+            started = init_ray(options)
             from ray.data import DataContext
 
             ctx = DataContext.get_current()
@@ -566,6 +573,6 @@ def run_bulk_ray(
 
 
 __all__ = [
-    "BulkWorker", "RayOptions", "RESULT_COLUMNS", "extract_dataset", "load_dataset", "require_ray",
+    "BulkWorker", "RayOptions", "RESULT_COLUMNS", "extract_dataset", "init_ray", "load_dataset", "require_ray",
     "run_bulk_ray", "sessions_dataset", "worker_config",
 ]

@@ -77,6 +77,35 @@ def test_ray_options_defaults():
         RayOptions(gpus_per_worker=1).validate(cfg)
 
 
+class _FakeRay:
+    """``ray`` for init_ray: records ray.init's keyword arguments."""
+
+    def __init__(self):
+        self.calls = []
+        self.data = type(sys)("ray.data")
+
+    def is_initialized(self):
+        return bool(self.calls)
+
+    def init(self, **kw):
+        self.calls.append(kw)
+
+
+def test_init_ray_starts_a_local_ray_or_joins_the_address(monkeypatch):
+    from promem_fast import distributed
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fake = _FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setitem(sys.modules, "ray.data", fake.data)
+    assert distributed.init_ray(RayOptions(num_cpus=2), log_to_driver=False) is True
+    assert fake.calls == [{"address": "local", "log_to_driver": False, "include_dashboard": False, "num_cpus": 2}]
+    assert distributed.init_ray(RayOptions()) is False  # connected already: nothing started
+    fake.calls.clear()
+    distributed.init_ray(RayOptions(address="auto"))  # a cluster to join is not configured by the job
+    assert fake.calls == [{"address": "auto", "log_to_driver": True}]
+
+
 def test_cli_engine_arguments():
     p = make_parser()
     a = p.parse_args(["bulk", "in.json", "--out", "o", "--engine", "ray", "--address", "ray://head:10001",
