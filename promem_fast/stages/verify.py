@@ -433,8 +433,11 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
 
     # 2) atomic decomposition of the non-entailed entries; an entry whose one-clause main
     # claim the turn says the other way needs none: that claim is its atomic fact
-    facts: dict[int, list[str]] = {i: [f] for i in failed if i not in split
-                                   for f in [flipped_claim(state.entries[i].text, state.entries[i].nli)] if f}
+    facts: dict[int, list[str]] = {}
+    for i in failed:
+        claim = None if i in split else flipped_claim(state.entries[i].text, state.entries[i].nli)
+        if claim:
+            facts[i] = [claim]
     to_split = [i for i in failed if i not in facts]
     decomp = await ctx.llm_json(
         [decompose_request(state.entries[i].text, name, p.max_atomic_facts) for i in to_split], "verify"
