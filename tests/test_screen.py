@@ -247,6 +247,16 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora is glad she has Kai in her corner.", True),
     ("Nora moved this spring.", False),
     ("Nora looks forward to hearing more about Kai's painting class.", True),
+    # a stance toward the other speaker: conversation meta
+    ("Nora acknowledges Kai's patience and support.", True),
+    ("Nora is proud to be part of the change Kai is making.", True),
+    ("Nora is thrilled to build something real together with Kai.", True),
+    ("Nora and Kai are motivated and lifting each other up.", True),
+    ("Nora is being kind to Kai's parents.", True),
+    ("Nora appreciates Kai's advice and is moving to Lyon in June.", False),  # news beside it
+    ("Nora and Kai will go to a salsa class on Friday.", False),             # a joint plan
+    ("Nora told Kai about her sister's wedding in Porto.", False),
+    ("Nora is excited about her trip to Lyon.", False),                      # names no other speaker
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler

@@ -412,6 +412,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
         own_difficulty = _FINDS_IT_TO.match(body) and sum(not w.startswith("find") for w in words) >= 2
         return not names and not _SPECIFIC.search(body) and not own_difficulty
+    if _appraises_other(text, body, user_name, others):
+        return True
     act = _ACT_START.match(body)
     if act:
         # the act's purpose ("so the assistant can understand her choices") is about the
@@ -420,6 +422,39 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         if len(_substantive(predicate_words(named, user_name))) <= 1:
             return True
     return _vague(body, words) or _bare_feeling(body, words)
+
+
+# The user's stance toward the other speaker of the dialogue ("is proud to be part of the
+# difference Kai is making", "acknowledges Kai's support", "Nora and Kai are motivated"):
+# conversation meta, not a fact of the user's life. LoCoMo's observations do keep such
+# stances (40 of its 353 dev points); the rubric of docs/evaluation.md does not.
+_APPRAISAL_WORDS = frozenset("kind sweet nice impressed supportive".split())
+_APPRAISAL_VERB = re.compile(r"^(?:express|acknowledg|agree|appreciat|admir|valu|lov|prais|compliment|applaud|"
+                             r"support|encourag|motivat|inspir)\w*\b", re.I)
+_LINKED_WORD = re.compile(r"^(?:(?:is|was|are|were)(?:\s+(?:being|feeling))?|feels|felt|seems|has been)"
+                          r"\s+(?:(?:so|very|really|truly|super|also)\s+)*(\w+)", re.I)
+_CO_SUBJECT = re.compile(r"^(?:and|&)\s+\S+\s+", re.I)
+
+
+def _appraises_other(text: str, body: str, user_name: str, others: Sequence[str]) -> bool:
+    """The entry names another speaker (or "each other") and its predicate (past the user's
+    name and a co-subject "and Kai") opens with a feeling or appraisal: a linking verb and a
+    state, trait or praise word ("is excited to ... with Kai", "is kind to Kai's family"),
+    or an appraisal verb ("acknowledges", "agrees", "appreciates", "supports", ...). A
+    compound entry is filler only when each of its parts is. Checked on the labelled dev
+    memories: 6 filler and 2 wrong memories, no correct one."""
+    if body == text.strip() or not others:
+        return False
+    if not names_other_speaker(text, others, user_name) and not re.search(r"\beach other\b", text, re.I):
+        return False
+    parts = split_clauses(text, user_name)
+    if len(parts) > 1:  # "is glad to have Kai in her corner and is looking for a studio"
+        return all(is_filler(x, user_name, others) for x in parts)
+    head = _CO_SUBJECT.sub("", body)
+    linked = _LINKED_WORD.match(head)
+    if linked:
+        return linked.group(1).lower() in (_STATE_WORDS | _TRAIT_WORDS | _APPRAISAL_WORDS)
+    return bool(_APPRAISAL_VERB.match(head))
 
 
 # A feeling with nothing it is about ("is feeling hopeful and optimistic", "feels alive and
