@@ -53,3 +53,33 @@ def test_schema_violation():
 
 def test_apostrophes_inside_strings_are_fine():
     assert parse_json('{"facts": ["Melanie\'s kids"]}', SCHEMA) == {"facts": ["Melanie's kids"]}
+
+
+def test_every_request_schema_of_a_run_is_a_valid_json_schema(monkeypatch):
+    # parse_json does not check schemas against the meta-schema (a cost per LLM request);
+    # this test checks every schema one whole scripted run asks for, over all stages.
+    import json
+
+    import jsonschema
+
+    from conftest import make_session
+    from promem_fast import Extractor
+    from promem_fast.config import Config
+    from promem_fast.context import Services
+    from promem_fast import structured
+
+    seen: set[str] = set()
+    build = structured._validator
+
+    def spy(schema_json: str):
+        seen.add(schema_json)
+        return build(schema_json)
+
+    monkeypatch.setattr(structured, "_validator", spy)
+    cfg = Config()
+    cfg.llm.backend, cfg.nli.backend, cfg.embed.backend = "scripted", "llm", "hash"
+    graph = Extractor(cfg, Services.from_config(cfg)).extract(make_session())
+    assert graph.events and len(seen) >= 5  # extraction, CC, verification, relations all asked
+    for schema_json in seen:
+        schema = json.loads(schema_json)
+        jsonschema.validators.validator_for(schema).check_schema(schema)

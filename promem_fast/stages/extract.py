@@ -11,6 +11,7 @@ Every prompt starts with the same system message and the session's dialogue bloc
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any, Mapping, Optional, Sequence
@@ -115,8 +116,12 @@ def word_in(word: str, text_lower: str, *, pair_share: float = 0.0) -> bool:
         pairs = [word[i:i + 2] for i in range(max(1, len(word) - 1))]
         hits = sum(p in text_lower for p in pairs)
         return hits > 0 and hits >= pair_share * len(pairs)
-    stem = word[:4] if len(word) > 4 else word
-    return re.search(r"(?<![a-z0-9])" + re.escape(stem), text_lower) is not None
+    return _stem_pattern(word[:4] if len(word) > 4 else word).search(text_lower) is not None
+
+
+@functools.lru_cache(maxsize=8192)
+def _stem_pattern(stem: str) -> re.Pattern:
+    return re.compile(r"(?<![a-z0-9])" + re.escape(stem))
 
 
 def home_turn(detail: str, claimed: str, turn_ids: Sequence[str], text_of: Mapping[str, str]) -> Optional[str]:

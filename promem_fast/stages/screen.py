@@ -30,6 +30,7 @@ call (``NLIVerdict.by == "lexical"``).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable, Optional, Sequence
 
@@ -129,12 +130,18 @@ def predicate_words(text: str, user_name: str) -> list[str]:
     (also where a script without spaces runs it into the next word) and date expressions
     ("2023-05-07", "May 7, 2023", "Monday", "2023年5月"); one-character non-ASCII words (CJK
     particles) do not count."""
+    return list(_predicate_words(text, user_name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _predicate_words(text: str, user_name: str) -> tuple[str, ...]:
+    # cached: every screen rule reads the same entry's words again
     names = _name_words(user_name)
     for n in {user_name, (user_name.split() or [""])[0]}:
         if n and not n.isascii():
             text = text.replace(n, " ")
     text = _DATE_EXPR.sub(" ", text)
-    return [w for w in content_words(text) if w not in names and (w.isascii() or len(w) > 1)]
+    return tuple(w for w in content_words(text) if w not in names and (w.isascii() or len(w) > 1))
 
 
 def support(text: str, user_name: str, turn_text: str) -> float:
@@ -357,8 +364,7 @@ def without_reading(text: str) -> Optional[str]:
 
 
 def _substantive(words: Iterable[str]) -> list[str]:
-    return [w for w in words if not w.isascii()
-            or (w not in _META_EXACT and not any(w.startswith(m) for m in _META_SET))]
+    return [w for w in words if not w.isascii() or (w not in _META_EXACT and not w.startswith(_META))]
 
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
