@@ -399,6 +399,18 @@ async def test_what_the_user_asks_the_other_speaker_is_not_a_user_fact():
     assert why == {"Nora found the right spot for the bakery.": ASKED_REASON}
 
 
+@pytest.mark.parametrize("entry, turn, asked", [
+    ("Nora wants to hear her new song on Friday.", "Haha yes! Wanna hear my new song on Friday? Can't wait!", True),
+    ("Nora wants to join her book club.", "Do you want to join my book club? We meet Mondays.", True),
+    ("Nora is coming to her gig on Saturday.", "Ok so would you like to come to my gig on Saturday?", True),
+    # the user's own want, said plainly; a question about the user's own plans
+    ("Nora wants to hear the new Bjork album.", "I want to hear the new Bjork album so badly.", False),
+    ("Nora is moving to Lyon in June.", "Guess what, I'm moving to Lyon in June! Want to visit?", False),
+])
+def test_an_offer_put_as_a_question_is_asked_not_stated(entry, turn, asked):
+    assert screen.asked_only(entry, "Nora", turn) is asked
+
+
 # --- said of "it" or "they", not of the user -----------------------------------------------------
 
 @pytest.mark.parametrize("entry, turn, clash", [

@@ -167,15 +167,25 @@ def _is_question(sentence: str) -> bool:
     return sentence.strip().rstrip("!. ").endswith("?")
 
 
+# An offer put as a question ("Wanna see my moves next Fri?", "Do you want to join my book
+# club?"): its verb is the other speaker's, even with "my" in it.
+_OFFER = re.compile(r"^\W*(?:(?:yeah|yes|so|oh|hey|ok|okay|definitely|well)\W+)*"
+                    r"(?:wanna|want to|(?:do |would )?you (?:wanna|want to|like to)|would you like to|care to|fancy)\b",
+                    re.I)
+
+
 def asked_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
-    with questions to the other side that have no first-person word: the user asked it,
-    and did not say it of themselves ("Did you find the right spot for the studio?" ->
-    "User found the right spot for her studio"; "Got time to rehearse?" -> "User has time
-    to rehearse"; "Can you find a hotel for my trip?" tells of the user)."""
+    with questions to the other side that have no first-person word, or that offer
+    something to the other side: the user asked it, and did not say it of themselves ("Did
+    you find the right spot for the studio?" -> "User found the right spot for her studio";
+    "Got time to rehearse?" -> "User has time to rehearse"; "Wanna see my moves next Fri?"
+    -> "User wants to see his moves"; "Can you find a hotel for my trip?" tells of the
+    user). Checked on the labelled dev memories: the offer questions held 2 wrong memories
+    and no correct one."""
     sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'"))
     bare = [x for x in sents
-            if not (_is_question(x) and not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON)]
+            if not (_is_question(x) and (_OFFER.match(x) or not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON))]
     if len(bare) == len(sents):
         return False
     return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(bare))
