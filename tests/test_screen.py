@@ -411,6 +411,15 @@ def test_an_offer_put_as_a_question_is_asked_not_stated(entry, turn, asked):
     assert screen.asked_only(entry, "Nora", turn) is asked
 
 
+@pytest.mark.parametrize("entry, turn, urged", [
+    ("Nora is hanging in there.", "Glad you're here! We'll get through this - hang in there!", True),
+    ("Nora keeps going.", "Long week for you; keep going!", True),
+    ("Nora is hanging in there.", "Rough month - but I'm hanging in there.", False),  # said of herself
+])
+def test_an_imperative_after_a_dash_is_urged(entry, turn, urged):
+    assert screen.urged_only(entry, "Nora", turn) is urged
+
+
 # --- said of "it" or "they", not of the user -----------------------------------------------------
 
 @pytest.mark.parametrize("entry, turn, clash", [

@@ -219,11 +219,16 @@ _HABIT = re.compile(r"\b(?:every|always|usually|often|sometimes|lately|these day
                     re.I)
 
 
+# an imperative may follow a dash or semicolon ("We'll make it through this - hang in there!")
+_AFTER_DASH = re.compile(r"\s[-\u2013\u2014]+\s|;\s")
+
+
 def _imperatives(turn_text: str) -> list[tuple[str, str]]:
-    """(verb, sentence) of each sentence of ``turn_text`` that opens, after interjections,
-    with the bare form of one of :data:`_IMPERATIVE_FORMS`, asks nothing and tells no habit."""
+    """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
+    semicolon, that opens, after interjections, with the bare form of one of
+    :data:`_IMPERATIVE_FORMS`, asks nothing and tells no habit."""
     out = []
-    for sent in _SENTENCE_END.split(turn_text):
+    for sent in (p for x in _SENTENCE_END.split(turn_text) for p in _AFTER_DASH.split(x)):
         toks = [t.lower() for t in _TOKEN.findall(sent)]
         k = 0
         while k < len(toks) and toks[k] in _INTERJECTIONS:
@@ -256,7 +261,10 @@ def urged_only(text: str, user_name: str, turn_text: str) -> bool:
     if not urged:
         return False
     forms = set(_IMPERATIVE_FORMS[verb].split())
-    rest = " ".join(x for x in _SENTENCE_END.split(turn_text) if x not in urged).lower()
+    rest = turn_text
+    for part in urged:
+        rest = rest.replace(part, " ")
+    rest = rest.lower()
     return not any(t in forms for t in _TOKEN.findall(rest))
 
 
