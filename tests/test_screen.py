@@ -249,7 +249,7 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora looks forward to hearing more about Kai's painting class.", True),
     # a stance toward the other speaker: conversation meta
     ("Nora acknowledges Kai's patience and support.", True),
-    ("Nora is proud to be part of the change Kai is making.", True),
+    ("Nora has been feeling grateful for Kai's help.", True),
     ("Nora is thrilled to build something real together with Kai.", True),
     ("Nora and Kai are motivated and lifting each other up.", True),
     ("Nora is being kind to Kai's parents.", True),
@@ -257,6 +257,14 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora and Kai will go to a salsa class on Friday.", False),             # a joint plan
     ("Nora told Kai about her sister's wedding in Porto.", False),
     ("Nora is excited about her trip to Lyon.", False),                      # names no other speaker
+    # a stance that comes with news of its own stays
+    ("Nora is excited to visit Kai in Tokyo next month.", False),
+    ("Nora and Kai are excited to adopt a puppy next week.", False),
+    ("Nora is proud of her own painting, which Kai liked.", False),
+    ("Nora was happy to help Kai move into his new apartment.", False),
+    ("Nora loves hiking with Kai on weekends.", False),
+    ("Nora and Sam support each other.", False),                             # Sam is a third party
+    ("Nora and Tom are excited about Kai's visit in May.", False),
 ])
 def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler
