@@ -83,3 +83,22 @@ def test_every_request_schema_of_a_run_is_a_valid_json_schema(monkeypatch):
     for schema_json in seen:
         schema = json.loads(schema_json)
         jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+@pytest.mark.parametrize("module, name", [
+    ("promem_fast.prompts.extract", "RELATIONS_SCHEMA"), ("promem_fast.prompts.verify", "ADJUDICATE_SCHEMA"),
+    ("promem_fast.prompts.v1", "EVIDENCE_SCHEMA"), ("promem_fast.prompts.relate", "ANSWERABLE_SCHEMA"),
+    ("promem_fast.prompts.relate", "SUPPORTED_SCHEMA"), ("promem_fast.eval.judge_prompts", "INTEGRITY_SCHEMA"),
+    ("promem_fast.eval.judge_prompts", "ACCURACY_SCHEMA"), ("promem_fast.eval.judge_prompts", "QA_SCHEMA"),
+    ("promem_fast.eval.judge_prompts", "UPDATE_SCHEMA"), ("promem_fast.backends.nli.llm_judge", "JUDGE_SCHEMA"),
+    ("promem_fast.qa", "ANSWER_SCHEMA"), ("promem_fast.eval.halumem_output", "HALUMEM_LINE_SCHEMA"),
+])
+def test_fixed_request_schemas_are_valid_json_schemas(module, name):
+    # the schemas not built per session (the run above covers those): checked here, not per request
+    import importlib
+
+    import jsonschema
+
+    schema = getattr(importlib.import_module(module), name)
+    assert isinstance(schema, dict) and schema.get("type")
+    jsonschema.validators.validator_for(schema).check_schema(schema)
