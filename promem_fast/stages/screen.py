@@ -184,7 +184,8 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
     and no correct one."""
     sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'"))
     bare = [x for x in sents
-            if not (_is_question(x) and (_OFFER.match(x) or not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON))]
+            if not (_is_question(x)
+                    and (_OFFER.match(x) or not {t.lower() for t in _TOKEN.findall(x)} & _FIRST_PERSON))]
     if len(bare) == len(sents):
         return False
     return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(bare))
@@ -432,7 +433,7 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         if len(parts) > 1:  # "is glad he has Kai in his corner and is looking for a studio"
             return all(is_filler(x, user_name, others) for x in parts)
         known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
-        names = [t for t in _TOKEN.findall(body)[1:] if t[:1].isupper() and not _short_of(t, known)]
+        names = _names_beyond(body, known)
         own_difficulty = _FINDS_IT_TO.match(body) and sum(not w.startswith("find") for w in words) >= 2
         return not names and not _SPECIFIC.search(body) and not own_difficulty
     if _appraises_other(text, body, user_name, others):
@@ -486,14 +487,14 @@ def _appraises_other(text: str, body: str, user_name: str, others: Sequence[str]
     elif not names_other_speaker(text, others, user_name):
         return False
     known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
-    if any(t[:1].isupper() and not _short_of(t, known) for t in _TOKEN.findall(head)[1:]):
+    if _names_beyond(head, known):
         return False
     parts = split_clauses(text, user_name)
     if len(parts) > 1:  # "is glad to have Kai in her corner and is looking for a studio"
         return all(is_filler(x, user_name, others) for x in parts)
     linked = _LINKED_WORD.match(head)
     if linked:
-        if linked.group(1).lower() not in (_STATE_WORDS | _TRAIT_WORDS | _APPRAISAL_WORDS):
+        if linked.group(1).lower() not in _STANCE_WORDS:
             return False
         rest = head[linked.end():]
     else:
@@ -502,8 +503,7 @@ def _appraises_other(text: str, body: str, user_name: str, others: Sequence[str]
             return False
         rest = head[verb.end():]
     words = [w for w in _substantive(predicate_words(rest, user_name))
-             if w not in _STANCE_FILL and not _short_of(w, known)
-             and w not in _STATE_WORDS and w not in _TRAIT_WORDS and w not in _APPRAISAL_WORDS]
+             if w not in _STANCE_FILL and w not in _STANCE_WORDS and not _short_of(w, known)]
     return len(words) <= STANCE_MAX_WORDS
 
 
@@ -517,6 +517,8 @@ touched moved humbled honored honoured fulfilled satisfied energized energised r
 """.split())
 _TRAIT_WORDS = frozenset("optimistic positive confident calm content relaxed peaceful joyful passionate "
                          "enthusiastic energetic proud lucky keen".split())
+# the words a stance toward the other speaker opens with (_appraises_other)
+_STANCE_WORDS = _STATE_WORDS | _TRAIT_WORDS | _APPRAISAL_WORDS
 _FEEL = re.compile(r"^(?:feels|felt|is feeling|was feeling|has been feeling)\b", re.I)
 _LINKING = re.compile(r"^(?:is|was|feels|felt|is feeling|was feeling|has been feeling|seems|has been|remains|"
                       r"stays|gets|got)\b", re.I)
@@ -554,6 +556,12 @@ def _vague(body: str, words: Sequence[str]) -> bool:
     if "it" not in (t.lower() for t in toks) or len(words) > 2 or _SPECIFIC.search(body):
         return False
     return not any(t[:1].isupper() for t in toks[1:])
+
+
+def _names_beyond(text: str, known: set[str]) -> list[str]:
+    """Capitalised words of ``text`` after its first that are none of ``known`` (casefolded
+    name words; short forms count, :func:`_short_of`): names of someone or something else."""
+    return [t for t in _TOKEN.findall(text)[1:] if t[:1].isupper() and not _short_of(t, known)]
 
 
 def _short_of(token: str, names: set[str]) -> bool:
