@@ -381,6 +381,27 @@ async def test_world_knowledge_the_turn_never_states_is_discarded():
     assert why == {"Siberian huskies need a lot of daily exercise.": UNSTATED_REASON}
 
 
+@pytest.mark.parametrize("entry, turn, unstated", [
+    ("Nora's husband is a man; Nora's kids are children.", "I'm lucky to have my husband and kids.", True),
+    ("Nora got a border collie; border collies are very clever dogs.", "I got a border collie!", True),
+    ("Nora is a nurse.", "I work nights at the hospital.", True),  # a guess at her job
+    ("Nora is a nurse.", "I work as a nurse at St Mary's.", False),
+    ("Nora is a night-shift nurse at St Mary's.", "I'm a nurse, nights at St Mary's.", False),
+    ("Nora is passionate about dancing.", "Dancing is my passion.", False),  # adjective: support() reads it
+    ("Nora's kids are excited about the trip.", "The kids can't wait for the trip!", False),
+])
+def test_a_kind_the_turn_never_names_is_world_knowledge(entry, turn, unstated):
+    assert screen.unstated_kind(entry, "Nora", turn) is unstated
+
+
+async def test_an_entry_that_files_someone_under_an_unstated_kind_is_discarded():
+    rows = [("u1", "user", "I'm lucky to have my husband and kids; they keep me going.")]
+    kept, why, _ = await screened(rows, [("Nora's husband is a man; Nora's kids are children.", ["u1"]),
+                                         ("Nora's husband and kids keep her going.", ["u1"])])
+    assert kept == ["Nora's husband and kids keep her going."]
+    assert why == {"Nora's husband is a man; Nora's kids are children.": UNSTATED_REASON}
+
+
 # --- quoted text -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("turn", [

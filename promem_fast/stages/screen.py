@@ -372,6 +372,35 @@ def inferred(text: str, turn_text: str) -> bool:
     return not word_in(m.group(1).split()[-1].lower(), turn_text.lower())
 
 
+# "Her husband is a man", "Border collies are dogs": a clause that files its subject under a
+# kind ("is a ...", "are ...") says something only when the turn names that kind.
+_KIND_CLAUSE = re.compile(r"^[^,;]+?\s+(?:is|are|was|were)\s+(?:an?\s+)?(?P<kind>[^,.;:!?]+)$", re.I)
+_KIND_START = re.compile(r"^(?:an?|very|quite|really|such)\s", re.I)
+
+
+def unstated_kind(text: str, user_name: str, turn_text: str) -> bool:
+    """True when a clause of ``text`` puts its subject in a kind the turn never names: the
+    clause is ``<subject> is|are|was|were a|an <kind>`` (or a plural ``are <kind>`` led by
+    "very", "quite", ...) and none of the kind's content words occurs in ``turn_text``
+    (:func:`~.extract.word_in`): "Mia's husband is a man; her kids are children" from "I'm
+    lucky to have my husband and kids" is world knowledge, not a memory. Clauses split at
+    ";" and sentence ends. An adjective predicate ("is passionate about dancing") is not
+    read here: :func:`support` covers it. Shape: str in, bool out."""
+    low = turn_text.lower()
+    for clause in re.split(r";\s*|(?<=[.!?])\s+", text.strip()):
+        clause = clause.strip().rstrip(".!?")
+        m = _KIND_CLAUSE.match(clause)
+        if not m:
+            continue
+        head = clause[: m.start("kind")].rstrip().lower()
+        if not (head.endswith((" a", " an")) or (head.endswith(" are") and _KIND_START.match(m.group("kind")))):
+            continue
+        words = predicate_words(m.group("kind"), user_name)
+        if words and not any(word_in(w, low, pair_share=PAIR_SHARE) for w in words):
+            return True
+    return False
+
+
 def without_reading(text: str) -> Optional[str]:
     """``text`` cut before its added reading (:func:`inferred`), or None when it has none or
     nothing of 3+ words is left: "Nora restored an old boat, implying she is patient." ->

@@ -344,6 +344,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return BORROWED_REASON
     if screen.inferred(text, turn.content):
         return INFERRED_REASON
+    if screen.unstated_kind(text, name, turn.content):
+        return UNSTATED_REASON
     if reread and screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
