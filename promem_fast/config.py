@@ -64,6 +64,11 @@ class LLMConfig(_Cfg):
     n_ctx: int = Field(default=8192, description="llamacpp: context window (tokens).")
     n_threads: Optional[int] = Field(default=None, description="llamacpp: CPU threads (default: all cores).")
     parallel: int = Field(default=4, description="Sequences decoded at once (llamacpp slots / openai concurrency).")
+    prefix_cache: int = Field(
+        default=4, ge=0,
+        description="llamacpp: extra KV sequences that keep the dialogue prefix of sessions whose slots other "
+        "sessions took, so their later stages do not prefill it again (each holds n_ctx tokens, ~28 KiB each "
+        "for the embedded model); 0 = none.")
     timeout_s: float = Field(default=600.0, description="openai: per-request timeout (seconds).")
     max_retries: int = Field(default=4, description="openai: retries on 429 / 5xx / timeouts, with backoff.")
     seed: int = Field(default=0, description="Sampling seed where the backend takes one.")

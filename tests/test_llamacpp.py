@@ -207,6 +207,43 @@ def test_requests_arriving_together_prefill_their_shared_prefix_once(llm):
     assert "blue" in r2.text.lower() and "black" in r4.text.lower(), (r2.text, r4.text)
 
 
+@pytest.mark.parametrize("prefix_cache", [1, 0])
+def test_a_sessions_prefix_survives_other_sessions_in_the_prefix_cache(prefix_cache):
+    """Session A's dialogue is prefilled, session B's requests then take both slots; A's
+    next request copies A's dialogue from the KV-only cache sequence (no second prefill)
+    and still reads it right. Without a cache it prefills the dialogue again."""
+    from promem_fast.backends.llm.llamacpp import LlamaCppLLM
+
+    path = _gguf_or_skip()
+    llm = LlamaCppLLM(LLMConfig(model=str(path), n_ctx=2048, parallel=2, prefix_cache=prefix_cache,
+                                seed=0, n_threads=1))
+    try:
+        def session(name, things):
+            return "Dialogue:\n" + "\n".join(f"Turn {i}: {name} bought one {t}." for i, t in enumerate(things, 1))
+        a = session("Alice", ["apple", "banana", "cherry", "grape", "lemon", "mango", "melon", "olive",
+                              "peach", "pear", "plum", "kiwi", "fig", "lime", "date", "guava"])
+        b = session("Bob", ["hammer", "saw", "drill", "nail", "screw", "wrench", "chisel", "file",
+                            "level", "clamp", "rasp", "plane", "vise", "glue", "tape", "ruler"])
+        ask = "\nWhat did {} buy in turn {}? Reply with the item's name only."
+
+        def req(text, sid):
+            return LLMRequest(messages=_user(text), max_tokens=4, session_id=sid)
+
+        _run(llm.generate([req(a + ask.format("Alice", 2), "A"), req(a + ask.format("Alice", 3), "A")]))
+        _run(llm.generate([req(b + ask.format("Bob", 2), "B"), req(b + ask.format("Bob", 4), "B")]))
+        (r,) = _run(llm.generate([req(a + ask.format("Alice", 9), "A")]))
+        shared = len(llm.format_prompt(_user(a)))
+        if prefix_cache:
+            assert llm.prefix_saves >= 1
+            assert r.cached_tokens >= shared - 2, (r.cached_tokens, shared)
+        else:
+            assert llm.prefix_saves == 0
+            assert r.cached_tokens < 0.2 * shared, (r.cached_tokens, shared)
+        assert "peach" in r.text.lower(), r.text
+    finally:
+        llm.close()
+
+
 def test_batch_results_in_input_order(llm):
     words = ["apple", "banana", "cherry"]
     reqs = [

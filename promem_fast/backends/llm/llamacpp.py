@@ -13,6 +13,10 @@ Per slot:
   rest is decoded; ``LLMResponse.cached_tokens`` reports the reused count. When another
   sequence, busy or idle, caches a longer prefix (a sibling stage of the same session),
   its KV stream is copied into the slot (``llama_memory_seq_cp``) instead of prefilling.
+  Before a slot's shared prefix (one a request reused) is overwritten and no other
+  sequence holds it, its KV stream is copied into one of ``cfg.prefix_cache`` KV-only
+  sequences (least recently used first), so a session's later stages find their dialogue
+  there after other sessions took every slot.
   A request whose prefix another slot is still prefilling waits for it (later requests in
   the queue go ahead), so sibling requests that arrive together prefill it once.
 * sampling: its own llama.cpp sampler chain (greedy at temperature 0, else
@@ -159,6 +163,7 @@ class _Slot:
     last_token: Optional[int] = None  # sampled, not yet in KV
     logits_idx: int = -1  # index of this slot's logits in the last batch, -1 = none
     last_used: float = 0.0
+    shared_len: int = 0  # longest prefix of kv_tokens a request reused (a session's dialogue)
 
 
 class LlamaCppLLM:
@@ -168,7 +173,9 @@ class LlamaCppLLM:
         cfg: LLMConfig. Uses model (gguf path; None = embedded), n_ctx (tokens per
             sequence), n_threads (None = all cores), parallel (sequences decoded at once,
             >= 1; the KV cache holds parallel x n_ctx tokens, ~28 KiB each for this model),
-            seed (base of the per-request sampling seeds at temperature > 0).
+            seed (base of the per-request sampling seeds at temperature > 0),
+            prefix_cache (extra sequences that only keep the shared prompt prefix of
+            sessions whose slots were taken by other sessions; 0 = none).
         cache_dir: where the embedded GGUF is assembled (see promem_fast.models).
         n_batch: most tokens per ``llama_decode`` (prompt chunks + one per generating slot).
         min_copy_tokens: copy another sequence's KV stream into the new request's slot when
@@ -213,8 +220,11 @@ class LlamaCppLLM:
         self.n_ctx_seq = int(cfg.n_ctx)
         n_threads = int(cfg.n_threads or os.cpu_count() or 1)
         cparams = internals.LlamaContext.default_params()
-        cparams.n_ctx = self.n_ctx_seq * self.parallel  # split evenly: n_ctx per sequence
-        cparams.n_seq_max = self.parallel
+        n_cache = int(getattr(cfg, "prefix_cache", 0) or 0)
+        if n_cache < 0:
+            raise ValueError(f"LLMConfig.prefix_cache must be >= 0, got {n_cache}")
+        cparams.n_ctx = self.n_ctx_seq * (self.parallel + n_cache)  # split evenly: n_ctx per sequence
+        cparams.n_seq_max = self.parallel + n_cache
         cparams.kv_unified = False
         cparams.n_batch = n_batch
         cparams.n_ubatch = n_batch
@@ -249,6 +259,9 @@ class LlamaCppLLM:
         self._grammar_cache: dict[str, Optional[str]] = {}
         self._grammar_lock = threading.Lock()
         self._slots = [_Slot(seq_id=i) for i in range(self.parallel)]
+        # KV-only sequences: never decode, hold prefixes saved from slots (see _save_prefix)
+        self._cache = [_Slot(seq_id=self.parallel + i) for i in range(n_cache)]
+        self.prefix_saves = 0  # prefixes copied into the cache (for tests and benchmarks)
         self.min_copy_tokens = int(min_copy_tokens)
         self.kv_copies = 0  # shared-prefix copies between sequences (for tests and benchmarks)
         self.lazy_grammar = bool(lazy_grammar)
@@ -502,7 +515,7 @@ class LlamaCppLLM:
                 best_future = max(best_future, _common_prefix(s.job.prompt, job.prompt))
         if best_future < self.min_copy_tokens:
             return False
-        have = max(_common_prefix(s.kv_tokens, job.prompt) for s in self._slots)
+        have = max(_common_prefix(s.kv_tokens, job.prompt) for s in self._slots + self._cache)
         return best_future - have >= self.min_copy_tokens
 
     def _assign(self, job: _Job, free: list[_Slot]) -> _Slot:
@@ -510,11 +523,13 @@ class LlamaCppLLM:
         sampler, grammar = self._make_sampler(job)  # first: a failure leaves the slot untouched
         best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
         reuse = _common_prefix(best.kv_tokens, job.prompt)
+        if reuse < best.shared_len:
+            self._save_prefix(best)
         # Another sequence (busy or idle) may hold a longer prefix of this prompt, e.g. the
         # same session's dialogue while a sibling stage decodes: copy its KV stream instead
         # of prefilling again (a memcpy of n_ctx cells vs seconds of prefill on CPU).
         donor, donor_len = None, reuse
-        for s in self._slots:
+        for s in self._slots + self._cache:
             if s is not best:
                 k = _common_prefix(s.kv_tokens, job.prompt)
                 if k > donor_len:
@@ -526,6 +541,9 @@ class LlamaCppLLM:
             best.kv_tokens = list(donor.kv_tokens)
             reuse = donor_len
             self.kv_copies += 1
+            donor.shared_len = max(donor.shared_len, donor_len)
+            donor.last_used = time.monotonic()
+        best.shared_len = reuse  # a prefix this request reuses is one its session shares
         if reuse >= len(job.prompt):  # need logits of the last prompt token: decode it again
             reuse = len(job.prompt) - 1
         if not self._lc.llama_memory_seq_rm(self._mem, best.seq_id, reuse, -1):
@@ -542,6 +560,26 @@ class LlamaCppLLM:
         best.sampler = sampler
         best.grammar = grammar
         return best
+
+    def _save_prefix(self, slot: _Slot) -> None:
+        """Copy ``slot``'s KV stream into the least recently used cache sequence before a
+        request of another prompt overwrites it, when its shared prefix (``shared_len``
+        tokens: a session's system prompt and dialogue, which that session's later stages
+        ask for again) is held by no other sequence. Without it a session whose slots were
+        all taken by other sessions prefills its dialogue again for each later stage
+        (relations, draft): ~900 tokens, ~15 s on 2 cores, per LoCoMo session."""
+        if not self._cache:
+            return
+        want = slot.kv_tokens[: slot.shared_len]
+        held = max((_common_prefix(s.kv_tokens, want) for s in self._slots + self._cache if s is not slot), default=0)
+        if len(want) - held < self.min_copy_tokens:
+            return
+        target = min(self._cache, key=lambda s: (bool(s.kv_tokens), s.last_used))
+        self._lc.llama_memory_seq_cp(self._mem, slot.seq_id, target.seq_id, -1, -1)
+        target.kv_tokens = list(slot.kv_tokens)
+        target.shared_len = slot.shared_len
+        target.last_used = time.monotonic()
+        self.prefix_saves += 1
 
     def _finish(self, slot: _Slot, finish_reason: str) -> None:
         job = slot.job
@@ -649,8 +687,9 @@ class LlamaCppLLM:
                     backlog.extend(item)
             if self._pending_resets and not any(s.job is not None for s in self._slots):
                 self._lc.llama_memory_clear(self._mem, True)
-                for s in self._slots:
+                for s in self._slots + self._cache:
                     s.kv_tokens = []
+                    s.shared_len = 0
                 for ev in self._pending_resets:
                     ev.set()
                 self._pending_resets.clear()
