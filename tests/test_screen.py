@@ -14,7 +14,7 @@ from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
-    QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
+    KIND_REASON, QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
     verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -384,22 +384,33 @@ async def test_world_knowledge_the_turn_never_states_is_discarded():
 @pytest.mark.parametrize("entry, turn, unstated", [
     ("Nora's husband is a man; Nora's kids are children.", "I'm lucky to have my husband and kids.", True),
     ("Nora got a border collie; border collies are very clever dogs.", "I got a border collie!", True),
-    ("Nora is a nurse.", "I work nights at the hospital.", True),  # a guess at her job
+    ("Nora was a happy child.", "I grew up on a farm in Kent.", True),
     ("Nora is a nurse.", "I work as a nurse at St Mary's.", False),
-    ("Nora is a night-shift nurse at St Mary's.", "I'm a nurse, nights at St Mary's.", False),
-    ("Nora is passionate about dancing.", "Dancing is my passion.", False),  # adjective: support() reads it
-    ("Nora's kids are excited about the trip.", "The kids can't wait for the trip!", False),
+    ("Nora's sister Ana is a doctor.", "My sister Ana works as a physician.", False),  # a specific kind: a paraphrase
+    ("Nora's trip to Japan was a success.", "Our Japan trip went great!", False),
+    ("Nora's kids are very excited.", "The kids can't wait!", False),  # an adjective: support() reads it
+    ("Nora is a proud working mom of two kids.", "As a working mom of two kids I'm proud.", False),
+    ("Nora's dog Rex is a rescue dog.", "Rex was a rescue, we got him in May.", False),  # "rescue" is in the turn
 ])
-def test_a_kind_the_turn_never_names_is_world_knowledge(entry, turn, unstated):
+def test_a_broad_kind_the_turn_never_names_is_world_knowledge(entry, turn, unstated):
     assert screen.unstated_kind(entry, "Nora", turn) is unstated
 
 
 async def test_an_entry_that_files_someone_under_an_unstated_kind_is_discarded():
     rows = [("u1", "user", "I'm lucky to have my husband and kids; they keep me going.")]
-    kept, why, _ = await screened(rows, [("Nora's husband is a man; Nora's kids are children.", ["u1"]),
+    kept, why, _ = await screened(rows, [("Nora's husband is a man.", ["u1"]),
                                          ("Nora's husband and kids keep her going.", ["u1"])])
     assert kept == ["Nora's husband and kids keep her going."]
-    assert why == {"Nora's husband is a man; Nora's kids are children.": UNSTATED_REASON}
+    assert why == {"Nora's husband is a man.": KIND_REASON}
+
+
+async def test_a_compound_keeps_its_stated_clause_when_the_other_files_an_unstated_kind():
+    entry = "Nora's husband Tom coaches the kids' soccer team; her husband is a man."
+    state = await verified_one([("u1", "user", "My husband Tom coaches the kids' soccer team.")], entry,
+                               ["Nora's husband Tom coaches the kids' soccer team.", "Nora's husband is a man."])
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora's husband Tom coaches the kids' soccer team."]
+    assert {d.text: d.reason for d in state.discarded} == {"Nora's husband is a man.": "atomic fact: " + KIND_REASON}
 
 
 # --- quoted text -----------------------------------------------------------------------------

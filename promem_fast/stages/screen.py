@@ -372,28 +372,33 @@ def inferred(text: str, turn_text: str) -> bool:
     return not word_in(m.group(1).split()[-1].lower(), turn_text.lower())
 
 
-# "Her husband is a man", "Border collies are dogs": a clause that files its subject under a
-# kind ("is a ...", "are ...") says something only when the turn names that kind.
+# "Her husband is a man", "Border collies are very clever dogs": a clause that files its
+# subject under a broad kind (a person, an animal) the turn never names carries nothing the
+# dialogue said. Only broad kinds: a specific one ("is a doctor" for "works as a physician")
+# may be a paraphrase that a word match cannot see.
 _KIND_CLAUSE = re.compile(r"^[^,;]+?\s+(?:is|are|was|were)\s+(?:an?\s+)?(?P<kind>[^,.;:!?]+)$", re.I)
-_KIND_START = re.compile(r"^(?:an?|very|quite|really|such)\s", re.I)
+_BROAD_KINDS = frozenset("""
+man men woman women person persons people human humans being beings individual individuals adult adults
+child children kid kids boy boys girl girls animal animals creature creatures dog dogs cat cats pet pets
+""".split())
 
 
 def unstated_kind(text: str, user_name: str, turn_text: str) -> bool:
-    """True when a clause of ``text`` puts its subject in a kind the turn never names: the
-    clause is ``<subject> is|are|was|were a|an <kind>`` (or a plural ``are <kind>`` led by
-    "very", "quite", ...) and none of the kind's content words occurs in ``turn_text``
-    (:func:`~.extract.word_in`): "Mia's husband is a man; her kids are children" from "I'm
-    lucky to have my husband and kids" is world knowledge, not a memory. Clauses split at
-    ";" and sentence ends. An adjective predicate ("is passionate about dancing") is not
-    read here: :func:`support` covers it. Shape: str in, bool out."""
+    """True when a clause of ``text`` files its subject under a broad kind the turn never
+    names: the clause is ``<subject> is|are|was|were [a|an] ... <kind>`` whose last word is
+    a broad kind (:data:`_BROAD_KINDS`: person, child, animal, dog, ...) and none of the
+    predicate's content words occurs in ``turn_text`` (:func:`~.extract.word_in`). "Mia's
+    husband is a man; her kids are children" from "I'm lucky to have my husband and kids"
+    is world knowledge, not a memory; "Mia is a nurse" or "Mia's kids are very excited" are
+    not read here (:func:`support` covers them). Clauses split at ";" and sentence ends.
+    Shape: str in, bool out."""
     low = turn_text.lower()
     for clause in re.split(r";\s*|(?<=[.!?])\s+", text.strip()):
-        clause = clause.strip().rstrip(".!?")
-        m = _KIND_CLAUSE.match(clause)
+        m = _KIND_CLAUSE.match(clause.strip().rstrip(".!?"))
         if not m:
             continue
-        head = clause[: m.start("kind")].rstrip().lower()
-        if not (head.endswith((" a", " an")) or (head.endswith(" are") and _KIND_START.match(m.group("kind")))):
+        kind = m.group("kind").split()
+        if not kind or kind[-1].lower() not in _BROAD_KINDS:
             continue
         words = predicate_words(m.group("kind"), user_name)
         if words and not any(word_in(w, low, pair_share=PAIR_SHARE) for w in words):

@@ -64,6 +64,7 @@ WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
+KIND_REASON = "files someone under a kind the turn never names (world knowledge: 'her husband is a man')"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
 # where an entry's main claim ends and its stated reason begins
@@ -301,7 +302,7 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
-            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON)
+            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON)
 
 
 def _reread(entry) -> bool:
@@ -345,7 +346,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if screen.inferred(text, turn.content):
         return INFERRED_REASON
     if screen.unstated_kind(text, name, turn.content):
-        return UNSTATED_REASON
+        return KIND_REASON
     if reread and screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
