@@ -172,7 +172,8 @@ class LlamaCppLLM:
     Args:
         cfg: LLMConfig. Uses model (gguf path; None = embedded), n_ctx (tokens per
             sequence), n_threads (None = all cores), parallel (sequences decoded at once,
-            >= 1; the KV cache holds parallel x n_ctx tokens, ~28 KiB each for this model),
+            >= 1; the KV cache holds (parallel + prefix_cache) x n_ctx tokens, ~28 KiB each
+            for this model),
             seed (base of the per-request sampling seeds at temperature > 0),
             prefix_cache (extra sequences that only keep the shared prompt prefix of
             sessions whose slots were taken by other sessions; 0 = none).
@@ -523,8 +524,6 @@ class LlamaCppLLM:
         sampler, grammar = self._make_sampler(job)  # first: a failure leaves the slot untouched
         best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
         reuse = _common_prefix(best.kv_tokens, job.prompt)
-        if reuse < best.shared_len:
-            self._save_prefix(best)
         # Another sequence (busy or idle) may hold a longer prefix of this prompt, e.g. the
         # same session's dialogue while a sibling stage decodes: copy its KV stream instead
         # of prefilling again (a memcpy of n_ctx cells vs seconds of prefill on CPU).
@@ -534,7 +533,12 @@ class LlamaCppLLM:
                 k = _common_prefix(s.kv_tokens, job.prompt)
                 if k > donor_len:
                     donor, donor_len = s, k
-        if donor is not None and donor_len - reuse >= self.min_copy_tokens:
+        if donor_len - reuse < self.min_copy_tokens:
+            donor = None
+        if reuse < best.shared_len:
+            # queued before the donor's copy: llama.cpp runs stream copies in order
+            self._save_prefix(best, keep=donor)
+        if donor is not None:
             # Separate KV streams (kv_unified=False) only copy whole streams (p0=p1=-1);
             # the tail past the shared prefix is removed just below.
             self._lc.llama_memory_seq_cp(self._mem, donor.seq_id, best.seq_id, -1, -1)
@@ -561,20 +565,24 @@ class LlamaCppLLM:
         best.grammar = grammar
         return best
 
-    def _save_prefix(self, slot: _Slot) -> None:
+    def _save_prefix(self, slot: _Slot, keep: Optional[_Slot] = None) -> None:
         """Copy ``slot``'s KV stream into the least recently used cache sequence before a
         request of another prompt overwrites it, when its shared prefix (``shared_len``
         tokens: a session's system prompt and dialogue, which that session's later stages
         ask for again) is held by no other sequence. Without it a session whose slots were
         all taken by other sessions prefills its dialogue again for each later stage
-        (relations, draft): ~900 tokens, ~15 s on 2 cores, per LoCoMo session."""
+        (relations, draft): ~900 tokens, ~15 s on 2 cores, per LoCoMo session. ``keep``:
+        a cache sequence the slot's new request copies from, never the one overwritten."""
         if not self._cache:
             return
         want = slot.kv_tokens[: slot.shared_len]
         held = max((_common_prefix(s.kv_tokens, want) for s in self._slots + self._cache if s is not slot), default=0)
         if len(want) - held < self.min_copy_tokens:
             return
-        target = min(self._cache, key=lambda s: (bool(s.kv_tokens), s.last_used))
+        spare = [s for s in self._cache if s is not keep]
+        if not spare:
+            return
+        target = min(spare, key=lambda s: (bool(s.kv_tokens), s.last_used))
         self._lc.llama_memory_seq_cp(self._mem, slot.seq_id, target.seq_id, -1, -1)
         target.kv_tokens = list(slot.kv_tokens)
         target.shared_len = slot.shared_len
@@ -627,6 +635,7 @@ class LlamaCppLLM:
         self._resolve(slot.job, None, err)
         self._lc.llama_memory_seq_rm(self._mem, slot.seq_id, -1, -1)
         slot.kv_tokens = []
+        slot.shared_len = 0
         self._release(slot)
 
     def _run(self) -> None:
