@@ -113,6 +113,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
                     prev = json.loads((args.out / "seconds.json").read_text())
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
             else:
+                reset = getattr(services.llm, "reset_cache", None)
+                if reset is not None:  # each variant starts cold: none reuses the previous one's prompts
+                    await asyncio.to_thread(reset)
                 ex = await extract_sessions(sessions, cfg, services, v, args.concurrency)
                 gpath.write_text("".join(e.graph.to_json(indent=None) + "\n" for e in ex if e.graph is not None),
                                  encoding="utf-8")
