@@ -1,0 +1,93 @@
+"""Can an embedding cosine tell duplicate memories from distinct ones? A replay over the
+labelled runs, no LLM.
+
+Reads every ``benchmarks/results/artifacts/precision_*/*-promem.jsonl`` graph and every
+``benchmarks/review/*/labels.jsonl`` (the latest label of a session's memory text wins).
+Each pair of labelled memories of one session is "same fact" when both are correct with the
+same reviewer fact key, or one is a duplicate of the other's fact; "distinct" when both are
+correct with different fact keys. Prints one JSON line: for each cosine threshold (MiniLM,
+the configured embedder) and condition (any pair; both grounded on the same turn), how many
+pairs of each kind reach it.
+
+    python benchmarks/dup_pairs.py --append benchmarks/results/dup_pairs.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import glob
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _key(sid: str, text: str) -> tuple[str, str]:
+    return sid, " ".join(text.split()).casefold()
+
+
+async def pairs() -> list[dict]:
+    from promem_fast.backends.registry import create_embed
+    from promem_fast.config import Config
+
+    labels = {}
+    for f in sorted(glob.glob(str(ROOT / "benchmarks/review/*/labels.jsonl"))):
+        for line in open(f, encoding="utf-8"):
+            d = json.loads(line)
+            if d.get("label"):
+                labels[_key(d["session_id"], d["memory"])] = d
+    cfg = Config()
+    emb = create_embed(cfg.embed, cache_dir=cfg.cache_dir)
+    out: dict[tuple, dict] = {}
+    for f in sorted(glob.glob(str(ROOT / "benchmarks/results/artifacts/precision_*/*-promem.jsonl"))):
+        for line in open(f, encoding="utf-8"):
+            g = json.loads(line)
+            ev = [e for e in g["events"] if _key(g["session_id"], e["text"]) in labels]
+            if len(ev) < 2:
+                continue
+            v = np.asarray(await emb.encode([e["text"] for e in ev]), dtype=np.float32)
+            sim = v @ v.T
+            for i in range(len(ev)):
+                for j in range(i + 1, len(ev)):
+                    a, b = (labels[_key(g["session_id"], e["text"])] for e in (ev[i], ev[j]))
+                    turn = [(e.get("nli") or [{}])[0].get("premise_turn_id") for e in (ev[i], ev[j])]
+                    same = bool(a.get("fact")) and a.get("fact") == b.get("fact")
+                    if a["label"] == b["label"] == "correct" and a.get("fact") and b.get("fact"):
+                        kind = "same_fact" if same else "distinct"
+                    elif "duplicate" in (a["label"], b["label"]) and same:
+                        kind = "same_fact"
+                    else:
+                        kind = "other"
+                    k = (g["session_id"], *sorted((ev[i]["text"], ev[j]["text"])))
+                    out[k] = {"cosine": float(sim[i, j]), "same_turn": turn[0] is not None and turn[0] == turn[1],
+                              "kind": kind}
+    return list(out.values())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
+    args = ap.parse_args()
+    from promem_fast.results_log import append_line, run_fields
+
+    ps = asyncio.run(pairs())
+    table = {}
+    for t in (0.75, 0.8, 0.85, 0.9):
+        for cond in ("any", "same_turn"):
+            c = collections.Counter(p["kind"] for p in ps if p["cosine"] >= t and (cond == "any" or p["same_turn"]))
+            table[f"{t}/{cond}"] = {"same_fact": c["same_fact"], "distinct": c["distinct"]}
+    line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table}
+    print(json.dumps(line))
+    if args.append:
+        append_line(args.append, line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
