@@ -176,6 +176,10 @@ class PipelineConfig(_Cfg):
         "promem-notes-zh.md, inside promem).",
     )
     tau_dup: float = Field(default=0.9, gt=0.0, le=1.0, description="dedup: cosine at which two entries are one fact.")
+    tau_dup_nli: Optional[float] = Field(
+        default=0.8, gt=0.0, le=1.0,
+        description="dedup: below tau_dup, two entries at this cosine are one fact when the fuller holds half the "
+        "shorter's content words and entails it (NLI); None = off (not in the paper).")
     keep_turn_language: bool = Field(
         default=True,
         description="After HV: a live entry written in another language than its user turn (German turn, "

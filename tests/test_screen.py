@@ -647,6 +647,35 @@ async def test_dedup_keeps_the_fuller_statement_and_never_merges_opposites():
         "near-duplicate of 'Nora loves jazz music.'", "near-duplicate of 'Nora bikes to work.'"]
 
 
+@pytest.mark.parametrize("tau_dup_nli", [0.8, None])
+async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_entry_entails_it(tau_dup_nli):
+    rows = [("u1", "user", "I chose an adoption agency that helps LGBTQ+ folks. I read biographies and "
+                           "historical fiction. I'm 39.")]
+    s = session(rows)
+    # cosines: 0.884, 0.866, 0.816 for the three pairs (all between tau_dup_nli and tau_dup)
+    emb = KeywordEmbedder(["adoption", "lgbtq", "folks", "agency", "read", "likes", "biographies", "nora", "is",
+                           "years"])
+    nli = FakeNLI({"Nora chose them because they help LGBTQ folks with adoption.": "entailment",
+                   "Nora likes to read biographies.": "neutral"}, default="entailment")
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=emb, nli=nli), tau_dup_nli=tau_dup_nli)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    # the fuller entry of a pair (more content words) is the premise
+    texts = ["Nora chose an adoption agency in Leeds that helps LGBTQ folks with adoption.",
+             "Nora chose them because they help LGBTQ folks with adoption.",
+             "Nora likes to read historical fiction.", "Nora likes to read biographies.",
+             "Nora is 39 years old.", "Nora is a woman."]
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    dropped = await dedup_entries(ctx, state)
+    if tau_dup_nli is None:
+        assert dropped == [] and nli.pairs == []
+        return
+    assert [state.entries[i].text for i in dropped] == [texts[1]]
+    # "is a woman" shares no word with "is 39 years old": NLI is not asked
+    assert sorted(h for _, h in nli.pairs) == sorted([texts[1], texts[3]])
+    assert [d.reason.split(" (")[0] for d in state.discarded] == [f"restates {texts[0]!r}"]
+    assert state.entries[0].source_turn_ids == ["u1"]
+
+
 def test_dedup_runs_in_the_pipeline_and_can_be_switched_off():
     from conftest import promem_rules
 

@@ -535,7 +535,10 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     (0.9) or every content word of one (the user's name aside) occurs in the other. Of
     such a pair (both negated or neither) the entry with more content words stays (the
     earlier one on a tie) and takes the other's source turns; the other is discarded with
-    the reason. Returns the discarded entry indices.
+    the reason. Of the rest, a pair at cosine >= ``pipeline.tau_dup_nli`` (0.8; None = off)
+    whose fuller entry holds at least :data:`DEDUP_NLI_SHARE` of the shorter one's content
+    words is sent to NLI (fuller entry as premise, stage "verify"); entailment makes the
+    shorter one a duplicate too. Returns the discarded entry indices.
     """
     live = state.live_entries()
     if len(live) < 2:
@@ -558,12 +561,52 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
         if twin is None:
             kept.append(r)
             continue
-        e, keep = state.entries[live[r]], state.entries[live[twin]]
-        e.discarded = True
-        keep.source_turn_ids = list(dict.fromkeys(keep.source_turn_ids + e.source_turn_ids))
-        state.discard(e.text, "verify", f"near-duplicate of {keep.text[:120]!r} (cosine {float(sim[r, twin]):.3f})")
+        _merge(state, live[r], live[twin], f"near-duplicate of {state.entries[live[twin]].text[:120]!r} "
+                                            f"(cosine {float(sim[r, twin]):.3f})")
         dropped.append(live[r])
+    # A paraphrase below tau_dup ("chose an adoption agency that helps LGBTQ+ folks" / "chose
+    # them because they help LGBTQ+ folks"): cosine alone cannot tell it from a distinct fact
+    # ("likes biographies" / "likes historical fiction", 0.89), so the fuller entry must also
+    # hold half the shorter one's words and entail it (NLI, the fuller entry as premise).
+    tau = ctx.config.pipeline.tau_dup_nli
+    if tau is None or tau >= ctx.config.pipeline.tau_dup:
+        return dropped
+    cand: list[tuple[int, int]] = []  # (shorter, fuller) positions in ``kept``
+    gone: set[int] = set()
+    for a in range(len(kept)):
+        for b in range(a + 1, len(kept)):
+            full, short = kept[a], kept[b]  # kept is ordered fuller first
+            if sim[short, full] < tau or neg[short] != neg[full] or not words[short]:
+                continue
+            low = state.entries[live[full]].text.lower()
+            share = sum(screen.word_in(w, low, pair_share=screen.PAIR_SHARE) for w in words[short]) / len(words[short])
+            if share >= DEDUP_NLI_SHARE:
+                cand.append((short, full))
+    if not cand:
+        return dropped
+    res = await ctx.nli([(state.entries[live[f]].text, state.entries[live[sh]].text) for sh, f in cand], "verify")
+    for (short, full), v in zip(cand, res):
+        if v.label != "entailment" or short in gone or full in gone:
+            continue
+        _merge(state, live[short], live[full], f"restates {state.entries[live[full]].text[:120]!r} "
+                                               f"(cosine {float(sim[short, full]):.3f}, entailed by it)")
+        gone.add(short)
+        dropped.append(live[short])
     return dropped
+
+
+# Share of the shorter entry's content words the fuller one must hold before NLI is asked
+# whether it restates it: "is 39 years old" entails nothing about "is a Female" (0 shared),
+# yet the 1.5B judge said it did.
+DEDUP_NLI_SHARE = 0.5
+
+
+def _merge(state: PipelineState, i: int, keep_i: int, reason: str) -> None:
+    """Discard entry ``i`` as a duplicate of ``keep_i``, which takes its source turns."""
+    e, keep = state.entries[i], state.entries[keep_i]
+    e.discarded = True
+    keep.source_turn_ids = list(dict.fromkeys(keep.source_turn_ids + e.source_turn_ids))
+    state.discard(e.text, "verify", reason)
 
 
 def _same_dates(text: str, turn: Turn, state: PipelineState) -> bool:
