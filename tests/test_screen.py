@@ -676,6 +676,19 @@ async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_en
     assert state.entries[0].source_turn_ids == ["u1"]
 
 
+async def test_dedup_never_drops_a_number_the_kept_entry_lacks():
+    rows = [("u1", "user", "I was born on 1986-03-26, my partner on 1985-07-15. I run 5 km a day.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=KeywordEmbedder(["born", "run"])))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    texts = ["Nora's partner was born on 1985-07-15.", "Nora was born on 1986-03-26.",
+             "Nora runs every day.", "Nora runs 5 km every day.", "Nora runs 5 km."]
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    dropped = await dedup_entries(ctx, state)  # every pair of a keyword is at cosine 1.0
+    assert [state.entries[i].text for i in dropped] == ["Nora runs every day.", "Nora runs 5 km."]
+    assert [state.entries[i].text for i in state.live_entries()] == texts[:2] + ["Nora runs 5 km every day."]
+
+
 def test_dedup_runs_in_the_pipeline_and_can_be_switched_off():
     from conftest import promem_rules
 

@@ -533,7 +533,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 
     Two live entries are one fact when their embedding cosine is >= ``pipeline.tau_dup``
     (0.9) or every content word of one (the user's name aside) occurs in the other. Of
-    such a pair (both negated or neither) the entry with more content words stays (the
+    such a pair (both negated or neither, and every number of the dropped one also in the
+    kept one: :func:`_numbers`) the entry with more content words stays (the
     earlier one on a tie) and takes the other's source turns; the other is discarded with
     the reason. Of the rest, a pair at cosine >= ``pipeline.tau_dup_nli`` (0.8; None = off)
     whose fuller entry holds at least :data:`DEDUP_NLI_SHARE` of the shorter one's content
@@ -553,8 +554,9 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     dropped: list[int] = []
     # "likes jazz" and "doesn't like jazz" share every word and most of their vector
     neg = [_clause_words(state.entries[i].text, frozenset())[0] for i in live]
+    nums = [_numbers(state.entries[i].text) for i in live]
     for r in order:
-        twin = next((k for k in kept if neg[k] == neg[r] and (
+        twin = next((k for k in kept if neg[k] == neg[r] and nums[r] <= nums[k] and (
             sim[r, k] >= ctx.config.pipeline.tau_dup
             or (words[r] and all(screen.word_in(w, state.entries[live[k]].text.lower(),
                                                 pair_share=screen.PAIR_SHARE) for w in words[r])))), None)
@@ -576,7 +578,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     for a in range(len(kept)):
         for b in range(a + 1, len(kept)):
             full, short = kept[a], kept[b]  # kept is ordered fuller first
-            if sim[short, full] < tau or neg[short] != neg[full] or not words[short]:
+            if sim[short, full] < tau or neg[short] != neg[full] or not words[short] or not nums[short] <= nums[full]:
                 continue
             low = state.entries[live[full]].text.lower()
             share = sum(screen.word_in(w, low, pair_share=screen.PAIR_SHARE) for w in words[short]) / len(words[short])
@@ -599,6 +601,13 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 # whether it restates it: "is 39 years old" entails nothing about "is a Female" (0 shared),
 # yet the 1.5B judge said it did.
 DEDUP_NLI_SHARE = 0.5
+
+
+def _numbers(text: str) -> frozenset[str]:
+    """The digit runs of ``text`` ("1986", "03", "26"): an entry is a duplicate only of one
+    that holds all of its numbers ("was born on 1986-03-26" is not "her partner was born on
+    1985-07-15", cosine 0.93)."""
+    return frozenset(re.findall(r"\d+", text))
 
 
 def _merge(state: PipelineState, i: int, keep_i: int, reason: str) -> None:
