@@ -28,20 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _key(sid: str, text: str) -> tuple[str, str]:
-    return sid, " ".join(text.split()).casefold()
-
-
 async def pairs() -> list[dict]:
     from promem_fast.backends.registry import create_embed
     from promem_fast.config import Config
+    from promem_fast.eval.precision import _key, load_labels
 
-    labels = {}
+    labels: dict = {}  # key -> {"label", "fact"}; a later review file wins
     for f in sorted(glob.glob(str(ROOT / "benchmarks/review/*/labels.jsonl"))):
-        for line in open(f, encoding="utf-8"):
-            d = json.loads(line)
-            if d.get("label"):
-                labels[_key(d["session_id"], d["memory"])] = d
+        got = load_labels(Path(f))
+        labels.update({k: {"label": lab, "fact": got.facts.get(k, "")} for k, lab in got.items()})
     cfg = Config()
     emb = create_embed(cfg.embed, cache_dir=cfg.cache_dir)
     out: dict[tuple, dict] = {}

@@ -558,8 +558,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     for r in order:
         twin = next((k for k in kept if neg[k] == neg[r] and nums[r] <= nums[k] and (
             sim[r, k] >= ctx.config.pipeline.tau_dup
-            or (words[r] and all(screen.word_in(w, state.entries[live[k]].text.lower(),
-                                                pair_share=screen.PAIR_SHARE) for w in words[r])))), None)
+            or (words[r] and screen.support(state.entries[live[r]].text, name,
+                                            state.entries[live[k]].text) == 1.0))), None)
         if twin is None:
             kept.append(r)
             continue
@@ -580,9 +580,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
             full, short = kept[a], kept[b]  # kept is ordered fuller first
             if sim[short, full] < tau or neg[short] != neg[full] or not words[short] or not nums[short] <= nums[full]:
                 continue
-            low = state.entries[live[full]].text.lower()
-            share = sum(screen.word_in(w, low, pair_share=screen.PAIR_SHARE) for w in words[short]) / len(words[short])
-            if share >= DEDUP_NLI_SHARE:
+            if screen.support(state.entries[live[short]].text, name, state.entries[live[full]].text) >= DEDUP_NLI_SHARE:
                 cand.append((short, full))
     if not cand:
         return dropped
