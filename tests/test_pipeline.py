@@ -4,6 +4,7 @@ variants, error handling and cost accounting."""
 from __future__ import annotations
 
 import asyncio
+import re
 import unicodedata
 from datetime import datetime
 
@@ -205,8 +206,10 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
     # dedup off: under the keyword embedder "new" and e2 are one vector (test_dedup_* covers it)
     g, svc = run(services=make_services(rules=rules, nli=nli), dedup=False)
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
-    assert task_of(call).startswith("Turn: [t3] Alice (user): Max loves the park near my house.\n"
-                                    'Memory so far does not say what this turn says about: "park near house".')
+    # the fixed instruction first (a prefix the session's re-reads share), the turn and its details last
+    assert task_of(call).startswith("Write each fact the turn below states about Alice ")
+    assert task_of(call).endswith("\nTurn: [t3] Alice (user): Max loves the park near my house.\n"
+                                  'Memory so far does not say what this turn says about: "park near house".')
     # the repeat of e2 is dropped, the first-person copy and the invented fact discarded, the
     # new fact verified against t3
     assert event_rows(g) == FULL_EVENTS[:2] + [("e3", new, "recovered", "detail", ["t3"])] + [
@@ -241,9 +244,13 @@ def test_detail_recovery_reads_the_turns_with_most_missing_details_first():
     rules["recover"] = keyed({"Turn: [t8]": [], "Turn: [t3]": []})
     _, svc = run(services=make_services(rules=rules), max_detail_recoveries=1)
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
-    assert task_of(call).startswith("Turn: [t8]") and '"long commute"; "commute to my job"' in task_of(call)
+    assert "\nTurn: [t8] " in task_of(call) and '"long commute"; "commute to my job"' in task_of(call)
     _, svc2 = run(services=make_services(rules=rules))
-    assert [task_of(c)[:10] for c in svc2.llm.calls if c.stage == "recover"] == ["Turn: [t3]", "Turn: [t8]"]
+    assert [re.search(r"^Turn: (\[t\d+\])", task_of(c), re.M).group(1) for c in svc2.llm.calls
+            if c.stage == "recover"] == ["[t3]", "[t8]"]
+    # both re-reads open with the same instruction: only the turn part differs (a shared prefix)
+    a, b = (task_of(c).split("\nTurn: ")[0] for c in svc2.llm.calls if c.stage == "recover")
+    assert a == b and len(a) > 200
 
 
 def task_of(req) -> str:

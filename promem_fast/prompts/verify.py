@@ -1,7 +1,8 @@
 """Hallucination-verification prompts (ProMem §3.4; Figures 13-14 intent).
 
 Both are short standalone prompts: decomposition needs only the entry, adjudication only the
-source turn (the premise) and the flagged atomic fact.
+source turn (the premise) and the flagged atomic fact. The fixed instruction comes first and
+the entry (or turn and fact) last, so the calls of a session share a cached prefix.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ ADJUDICATE_SCHEMA = {
 def decompose_request(entry: str, user_name: str, max_facts: int) -> LLMRequest:
     """Split a memory entry into atomic facts. Output JSON: ``["fact", ...]``."""
     instr = (
-        f"Entry: {entry}\n"
-        "Split the entry into atomic facts: one piece of information each (one action, time "
+        "Split the entry below into atomic facts: one piece of information each (one action, time "
         f"or place), each a full sentence with subject {user_name}. Only split, add nothing. "
-        f'At most {max_facts}. JSON: ["...", "..."]'
+        f'At most {max_facts}. JSON: ["...", "..."]\n'
+        f"Entry: {entry}"
     )
     return LLMRequest(standalone_messages(instr), str_list_schema(max_facts),
                       DECOMPOSE_MAX_TOKENS_PER_FACT * max_facts + 10, stage="verify")
@@ -45,10 +46,10 @@ def adjudicate_request(premise: str, fact: str) -> LLMRequest:
     Output JSON: ``{"action": "REVISE"|"DISCARD", "revised_fact": str|null}``.
     """
     instr = (
-        f"Source turn: {premise}\nFact: {fact}\n"
-        "The fact was not confirmed by the source turn. If it has a small error (date, name, "
+        "The fact below was not confirmed by its source turn. If it has a small error (date, name, "
         "detail) but its core is in the turn, REVISE it to match the turn exactly. If the turn "
-        'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}'
+        'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}\n'
+        f"Source turn: {premise}\nFact: {fact}"
     )
     return LLMRequest(standalone_messages(instr), ADJUDICATE_SCHEMA, ADJUDICATE_MAX_TOKENS, stage="verify")
 
