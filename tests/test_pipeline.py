@@ -120,6 +120,12 @@ def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
         shown = c.messages[-1]["content"].split("### Task")[0]
         assert shown.startswith("Dialogue of user Alice") and shown != prefix
         assert all(line in prefix.splitlines() for line in shown.splitlines() if line.startswith("["))
+    # a topic's details and events prompts open with the same block (one shared prefix), and the
+    # details task lists no turn again
+    shown_by = {st: [c.messages[-1]["content"].split("### Task")[0] for c in event_calls if c.stage == st]
+                for st in ("details", "events")}
+    assert shown_by["details"] == shown_by["events"]
+    assert not any("\n[" in task_of(c) for c in event_calls if c.stage == "details")
 
 
 def test_on_stage_callback_reports_start_and_end():

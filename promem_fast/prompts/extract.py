@@ -38,14 +38,13 @@ def _facts_schema(max_items: int) -> dict:
     }
 
 
-def details_request(
-    block: str, user_turn_ids: Sequence[str], max_per_turn: int, turn_lines: Sequence[str] = ()
-) -> LLMRequest:
+def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int) -> LLMRequest:
     """Fine-grained details of the user turns of one topic (Figure 9 intent, one call per topic).
 
-    ``turn_lines`` repeats those turns right before the task: the 1.5B model otherwise
-    attributes details to the wrong turn id. Output JSON: ``{turn_id: ["short detail", ...]}``
-    restricted to ``user_turn_ids``.
+    ``block`` holds only the topic's turns, so they are not repeated before the task (that
+    cost ~400 prompt tokens per LoCoMo session); a detail filed under the wrong turn id is
+    moved to the turn that states it in code (``refile_details``).
+    Output JSON: ``{turn_id: ["short detail", ...]}`` restricted to ``user_turn_ids``.
     """
     schema = {
         "type": "object",
@@ -56,7 +55,7 @@ def details_request(
         # "t1" (seen on the embedded model); code still drops unknown ids defensively
         "additionalProperties": False,
     }
-    instr = ("Turns:\n" + "\n".join(turn_lines) + "\n" if turn_lines else "") + (
+    instr = (
         f"For each turn {id_list(user_turn_ids)}, list the specific details the user states in that turn: "
         "names, places, times, numbers, objects, preferences, as short phrases (2-6 words), "
         f"at most {max_per_turn} per turn; [] if none. Do not summarise. "

@@ -181,10 +181,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     topics = [(i, ids) for i, ids in topics if ids]
     by_id = {t.turn_id: t for t in state.user_text_turns}
     reqs = [
-        # only the topic's turns: its user lines are repeated before the task anyway, and the
-        # whole dialogue per topic was the largest prompt cost of the stage
-        details_request(dialogue_block(state.session, state.user_name, state.topics[i]), ids, cap,
-                        [turn_line(by_id[t], state.user_name) for t in ids])
+        # only the topic's turns (the whole dialogue per topic was the stage's largest prompt
+        # cost); the same block opens the topic's events prompt, so the two share a prefix
+        details_request(dialogue_block(state.session, state.user_name, state.topics[i]), ids, cap)
         for i, ids in topics
     ]
     outs = await ctx.llm_json(reqs, "details")
