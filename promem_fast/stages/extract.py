@@ -17,7 +17,7 @@ import re
 from typing import Any, Mapping, Optional, Sequence
 
 from ..context import SessionContext
-from ..prompts.common import dialogue_block, turn_line
+from ..prompts.common import dialogue_block
 from ..prompts.extract import details_request, draft_request, events_request, relations_request
 from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
 
