@@ -4,7 +4,6 @@ variants, error handling and cost accounting."""
 from __future__ import annotations
 
 import asyncio
-import re
 import unicodedata
 from datetime import datetime
 
@@ -205,17 +204,17 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
     new = "Alice walks Max in the park near her house."
     invented = "Alice owns a red sports car."
     wrong = "Alice jogs past the park near her house."  # states the detail; HV discards it
-    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much.", invented, wrong]})
+    copied = "Alice (user): Max loves the park near Alice's house."  # the turn line, speaker label and all
+    rules["recover"] = keyed({"Turn: [t3]": RECOVER["Turn: [t3]"] + [new, "I love that park so much.", invented, wrong,
+                                                                    copied]})
     rules["verify"] = keyed({**DECOMPOSE, **ADJUDICATE, f"Entry: {wrong}": [wrong],
                              f"Fact: {wrong}": {"action": "DISCARD", "revised_fact": None}})
     nli = FakeNLI({**NLI_VERDICTS, new: "entailment", wrong: "neutral"})
     # dedup off: under the keyword embedder "new" and e2 are one vector (test_dedup_* covers it)
     g, svc = run(services=make_services(rules=rules, nli=nli), dedup=False)
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
-    # the fixed instruction first (a prefix the session's re-reads share), the turn and its details last
-    assert task_of(call).startswith("Write each fact the turn below states about Alice ")
-    assert task_of(call).endswith("\nTurn: [t3] Alice (user): Max loves the park near my house.\n"
-                                  'Memory so far does not say what this turn says about: "park near house".')
+    assert task_of(call).startswith("Turn: [t3] Alice (user): Max loves the park near my house.\n"
+                                    'Memory so far does not say what this turn says about: "park near house".')
     # the repeat of e2 is dropped, the first-person copy and the invented fact discarded, the
     # new fact verified against t3
     assert event_rows(g) == FULL_EVENTS[:2] + [("e3", new, "recovered", "detail", ["t3"])] + [
@@ -223,6 +222,7 @@ def test_a_turn_whose_details_no_entry_states_is_read_again_and_its_new_fact_ver
     assert g.events[2].nli[0].premise_turn_id == "t3" and g.events[2].nli[0].label == "entailment"
     assert [(d.stage, d.text, d.reason) for d in g.discarded if d.stage == "recover"] == [
         ("recover", "I love that park so much.", "first-person copy of a dialogue line, not a third-person fact"),
+        ("recover", copied, "copy of a dialogue line (holds its speaker label), not a fact"),
         ("recover", invented, "states none of the missing details and is not read from turn t3")]
     assert [d.event_ids for d in g.details if d.text == "park near house"] == [["e2", "e3"]]
     assert ("verify", wrong, "no atomic fact survived verification") in [(d.stage, d.text, d.reason) for d in g.discarded]
@@ -250,13 +250,9 @@ def test_detail_recovery_reads_the_turns_with_most_missing_details_first():
     rules["recover"] = keyed({"Turn: [t8]": [], "Turn: [t3]": []})
     _, svc = run(services=make_services(rules=rules), max_detail_recoveries=1)
     (call,) = [c for c in svc.llm.calls if c.stage == "recover"]
-    assert "\nTurn: [t8] " in task_of(call) and '"long commute"; "commute to my job"' in task_of(call)
+    assert task_of(call).startswith("Turn: [t8]") and '"long commute"; "commute to my job"' in task_of(call)
     _, svc2 = run(services=make_services(rules=rules))
-    assert [re.search(r"^Turn: (\[t\d+\])", task_of(c), re.M).group(1) for c in svc2.llm.calls
-            if c.stage == "recover"] == ["[t3]", "[t8]"]
-    # both re-reads open with the same instruction: only the turn part differs (a shared prefix)
-    a, b = (task_of(c).split("\nTurn: ")[0] for c in svc2.llm.calls if c.stage == "recover")
-    assert a == b and len(a) > 200
+    assert [task_of(c)[:10] for c in svc2.llm.calls if c.stage == "recover"] == ["Turn: [t3]", "Turn: [t8]"]
 
 
 def task_of(req) -> str:

@@ -626,6 +626,16 @@ def test_first_person_copies_are_detected_anywhere_but_not_the_country():
     assert not _FIRST_PERSON.search("Caroline found the support group inspiring.")
 
 
+def test_a_fact_holding_a_dialogue_lines_speaker_label_is_a_copy():
+    from promem_fast.stages.extract import copies_dialogue_line
+
+    assert copies_dialogue_line("Sarah Garcia (user): According to the MBTI test, Sarah Garcia's type is ENTJ.")
+    assert copies_dialogue_line("Melanie (assistant):Thanks, Caroline!")
+    assert copies_dialogue_line("Jon said: Gina (Other) : great moves")
+    assert not copies_dialogue_line("Sarah Garcia (39) is a user researcher: she runs studies.")
+    assert not copies_dialogue_line("Alice uses the app (user mode) every day.")
+
+
 def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
     from promem_fast.stages.extract import third_person
 
@@ -692,3 +702,22 @@ def test_word_in_matches_at_word_starts_and_by_character_pairs():
 def test_clean_text_puts_a_name_with_a_backslash_in_as_written():
     from promem_fast.stages.state import clean_text
     assert clean_text("User moved to Oslo.", "Ana\\Gomez") == "Ana\\Gomez moved to Oslo."
+
+
+async def test_a_revision_that_copies_the_turn_line_is_discarded_not_stored():
+    sess = Session(session_id="s8", user_name="Alice", turns=[Turn(
+        turn_id="t1", role="user",
+        content="I don't like puzzle games, because they frustrate me. I like to play strategy games.")])
+    flipped = "Alice likes puzzle games, because they are relaxing."
+    copied = "Alice (user): Alice doesn't like puzzle games."  # the premise line, speaker label and all
+    rules = {"verify": keyed({"Fact: Alice likes puzzle games.": {"action": "REVISE", "revised_fact": copied}})}
+    for screen_on in (True, False):  # a format rule, not one of the screen's: it holds without the screen
+        ctx = make_ctx(session=sess, services=make_services(rules=rules, nli=FakeNLI(default="entailment")),
+                       lexical_entailment=False, screen_entries=screen_on)
+        state = new_state(ctx)
+        state.entries = [Entry(flipped, "draft", "kept", ["t1"])]
+        await verify_entries(ctx, state)
+        assert state.entries[0].discarded
+        assert [(a.text, a.action) for a in state.entries[0].atomic_facts] == [("Alice likes puzzle games.", "discarded")]
+        assert (copied, "verify", "revision of 'Alice likes puzzle games.': copy of a dialogue line (holds its speaker "
+                "label), not a fact") in [(d.text, d.stage, d.reason) for d in state.discarded]

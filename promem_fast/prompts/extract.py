@@ -120,8 +120,9 @@ def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
 
 def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts: int) -> LLMRequest:
     """Re-read one user turn whose details no memory entry states (completeness check on
-    details; this engine's extension of §3.3). Short standalone prompt: the instruction, then
-    the turn and its missing details.
+    details; this engine's extension of §3.3). Short standalone prompt: only the turn. The
+    turn comes first: with the instruction first and the turn line last (tried at 006b027 to
+    share a cached prefix), the 1.5B model copied the line's "Name (user): ..." into facts.
 
     Args:
         turn: the turn's dialogue line (``turn_line``).
@@ -132,16 +133,13 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
     Output JSON: ``["fact", ...]``, at most ``max_facts``.
     """
     quoted = "; ".join(f'"{m}"' for m in missing)
-    # The fixed instruction comes first and the turn last, so a session's re-reads share a
-    # cached prefix (system message + instruction) and prefill only their turn.
     instr = (
-        f"Write each fact the turn below states about {user_name} (or about someone {user_name} "
-        f"tells about), one standalone sentence each that names its subject ({user_name}, or that "
-        f"person and how they relate to {user_name}), with any negation and reason exactly as the "
-        "turn states them, in the turn's language. Use only what the turn says; add nothing. "
-        f'At most {max_facts}. JSON: ["...", "..."]\n'
         f"Turn: {turn}\n"
-        f"Memory so far does not say what this turn says about: {quoted}."
+        f"Memory so far does not say what this turn says about: {quoted}. Write each fact this turn "
+        f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
+        f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
+        "with any negation and reason exactly as the turn states them, in the turn's language. "
+        f'Use only what the turn says; add nothing. At most {max_facts}. JSON: ["...", "..."]'
     )
     return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
                       stage="recover")

@@ -30,6 +30,10 @@ _EVENT_ID = re.compile(r"^\s*e?\s*(\d+)\s*$", re.I)
 _PLURAL_FORMS = r"[Ww]e|[Ww]e're|[Oo]ur|[Uu]s"
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|" + _PLURAL_FORMS + r")\b")
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
+# "Sarah (user): ..." is the speaker label of a dialogue line (prompts/common.speaker_label):
+# a fact holding one copied the line instead of stating something about a person.
+_SPEAKER_LABEL = re.compile(r"\((?:user|assistant|system|other)\)\s*:", re.I)
+LINE_COPY_REASON = "copy of a dialogue line (holds its speaker label), not a fact"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -42,6 +46,12 @@ _SINGULAR_FIRST_PERSON = [
 ]
 # a bare "I" right after a capitalised word is a numeral ("World War I", "Henry I"), kept
 _BARE_I = re.compile(r"(\b[A-Z][\w'’-]* )?\bI\b")
+
+
+def copies_dialogue_line(text: str) -> bool:
+    """True when ``text`` holds a dialogue line's speaker label, "Name (user):" (as the
+    prompts print turns): the model copied the line rather than writing a fact."""
+    return _SPEAKER_LABEL.search(text) is not None
 
 
 def third_person(text: str, user_name: str) -> Optional[str]:
@@ -144,13 +154,16 @@ def parse_facts(
     state: PipelineState, items: list[dict[str, Any]], allowed: Sequence[str], where: str
 ) -> list[tuple[str, list[str]]]:
     """``[{"fact", "turns"}]`` -> [(clean text, valid turn ids)]; empty texts are skipped and
-    first-person copies of dialogue lines discarded (both logged); a third-person fact with a
-    stray "me" / "my" is rewritten by :func:`third_person`."""
+    copies of dialogue lines (first person, or with the line's speaker label) discarded (both
+    logged); a third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
     out = []
     for it in items:
         text = clean_text(it.get("fact", ""), state.user_name)
         if not has_text(text):
             logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
+            continue
+        if copies_dialogue_line(text):
+            state.discard(text, where, LINE_COPY_REASON)
             continue
         fixed = third_person(text, state.user_name)
         if fixed is None:

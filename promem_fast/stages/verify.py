@@ -45,6 +45,7 @@ from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from ..structured import StructuredOutputError
 from . import screen
+from .extract import LINE_COPY_REASON, copies_dialogue_line
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 
@@ -500,6 +501,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         # write what the turn never said)
         why = (screen_reason(state, revised, premise_turn[i], others, other_turns, _reread(state.entries[i]))
                if p.screen_entries and has_text(revised) else None)
+        if why is None and has_text(revised) and copies_dialogue_line(revised):
+            why = LINE_COPY_REASON
         if why and ruling["action"] == "REVISE":
             a.action = "discarded"
             state.discard(revised, "verify", f"revision of {a.text!r}: {why}")
