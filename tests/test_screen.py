@@ -689,6 +689,25 @@ async def test_dedup_never_drops_a_number_the_kept_entry_lacks():
     assert [state.entries[i].text for i in state.live_entries()] == texts[:2] + ["Nora runs 5 km every day."]
 
 
+def test_dedup_reads_a_number_with_thousands_separators_as_the_same_number():
+    from promem_fast.stages.verify import _numbers
+
+    assert _numbers("Sarah's monthly income is $15,600.") == _numbers("Sarah's monthly income is 15600 USD.") == {"15600"}
+    assert _numbers("She saved $1,139,000 by 2024-03-26.") == {"1139000", "2024", "03", "26"}
+    assert _numbers("She has 3,5 kids, 12,3456 and 1, 234") == {"3", "5", "12", "3456", "1", "234"}
+
+
+async def test_dedup_merges_the_same_amount_written_two_ways():
+    rows = [("u1", "user", "My monthly income is 15600 USD, so $15,600 a month.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=KeywordEmbedder(["income"])))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    texts = ["Nora's monthly income is 15600 USD.", "Nora's monthly income is $15,600."]
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    dropped = await dedup_entries(ctx, state)
+    assert len(dropped) == 1 and len(state.live_entries()) == 1
+
+
 def test_dedup_runs_in_the_pipeline_and_can_be_switched_off():
     from conftest import promem_rules
 

@@ -604,11 +604,15 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 DEDUP_NLI_SHARE = 0.5
 
 
+# a number with thousands separators ("15,600") is one number, the same as "15600"
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|\d+")
+
+
 def _numbers(text: str) -> frozenset[str]:
-    """The digit runs of ``text`` ("1986", "03", "26"): an entry is a duplicate only of one
-    that holds all of its numbers ("was born on 1986-03-26" is not "her partner was born on
-    1985-07-15", cosine 0.93)."""
-    return frozenset(re.findall(r"\d+", text))
+    """The numbers of ``text`` as digit runs ("1986", "03", "26"; "$15,600" -> "15600"): an
+    entry is a duplicate only of one that holds all of its numbers ("was born on 1986-03-26"
+    is not "her partner was born on 1985-07-15", cosine 0.93)."""
+    return frozenset(m.replace(",", "") for m in _NUMBER.findall(text))
 
 
 def _merge(state: PipelineState, i: int, keep_i: int, reason: str) -> None:
