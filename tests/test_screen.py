@@ -14,8 +14,8 @@ from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
-    KIND_REASON, QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON, dedup_entries,
-    verify_entries)
+    KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON,
+    dedup_entries, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
 from conftest import FakeNLI, KeywordEmbedder, const, keyed, make_config, make_ctx, make_services
@@ -113,6 +113,41 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
 ])
 def test_a_feeling_about_nothing_named_is_filler(text, filler):
     assert screen.is_filler(text, "Nora") is filler
+
+
+@pytest.mark.parametrize("text, filler", [
+    ("Nora's statement is about the performers.", True),
+    ("Nora's last message was that she agrees.", True),
+    ("Nora's reply is about the weekend.", True),
+    ("Nora's message to the students was about hope.", False),   # a speech she gave: an event
+    ("Nora's question about visas went to the embassy.", False),
+    ("Nora's statement to the police was filed on Monday.", False),
+])
+def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, filler):
+    assert screen.is_filler(text, "Nora") is filler
+
+
+@pytest.mark.parametrize("text, turn, word", [
+    ("Nora is determined to make the project work.", "Can't wait! I'm determined to make it work.", "project"),
+    ("Nora is handling the situation well.", "I'm handling it okay, I guess.", "situation"),
+    ("Nora is looking for the right place to work on the project.", "Looking for the right place is nerve-wracking.",
+     "project"),
+    # the turn names the placeholder itself: a real object
+    ("Nora is determined to make the project work.", "The garden project is hard, but I'll make it work.", None),
+    ("Nora likes the little things in life.", "I love the little things in life.", None),
+    ("Nora is building a greenhouse.", "I'm building a greenhouse this spring.", None),
+])
+def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
+    assert screen.placeholder_object(text, "Nora", turn) == word
+
+
+async def test_an_entry_naming_its_object_only_by_a_placeholder_is_discarded_before_nli():
+    rows = [("u1", "user", "Finding the right spot has been nerve-wracking, but I'm determined to make it work. "
+                           "I signed the lease for the studio on Elm Street.")]
+    kept, why, _ = await screened(rows, [("Nora is determined to make the project work.", ["u1"]),
+                                         ("Nora signed the lease for the studio on Elm Street.", ["u1"])])
+    assert kept == ["Nora signed the lease for the studio on Elm Street."]
+    assert why == {"Nora is determined to make the project work.": PLACEHOLDER_REASON.format(word="project")}
 
 
 def test_announcing_a_topic_is_filler():

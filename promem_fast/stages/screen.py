@@ -436,6 +436,30 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     return not any(t[:1].isupper() for t in toks[1:])
 
 
+# "Jon's statement is about the performers": the subject is something said in the
+# dialogue ("Caroline's message to the students was about hope" is an event: kept)
+_SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?:\w+\s+)?(?:statement|message|question|comment|reply|response|remark|"
+                                 r"words)s?\s+(?:is|was|are|were)\s+(?:about|that|to say)\b", re.I)
+# A bare definite placeholder stands in for what the turn left unnamed ("make it work" ->
+# "make the project work"); "his studio project", "new things" name or qualify theirs.
+_PLACEHOLDER = re.compile(r"\bthe (project|thing|situation|matter|stuff)s?\b(?! of\b)", re.I)
+
+
+def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[str]:
+    """The placeholder noun of ``text`` ("the project", "the thing", "the situation", ...)
+    when its source turn never says that noun, or None: the 1.5B model writes "is
+    determined to make the project work" for "I'm determined to make it work", which
+    answers no later question. English only. Of LoCoMo's 354 dev observations with an
+    evidence turn, none is such an entry."""
+    if not turn_text.isascii():
+        return None
+    low = turn_text.lower()
+    for m in _PLACEHOLDER.finditer(_strip_subject(text, user_name)):
+        if not word_in(m.group(1).lower(), low):
+            return m.group(1).lower()
+    return None
+
+
 def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, sign-offs,
@@ -446,13 +470,14 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     dialogue act ("shared", "mentioned", "told") and has at most one other content word; or
     it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
-    go!'"); or it is a short claim about an unnamed "it"
+    go!'"); or its subject is something said ("Jon's statement is about ..."); or it is a
+    short claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
         return True
-    if _QUOTED_SPEECH.match(body):
+    if _QUOTED_SPEECH.match(body) or _SPEECH_ACT_SUBJECT.match(body):
         return True
     other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)

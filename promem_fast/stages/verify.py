@@ -65,6 +65,7 @@ WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
+PLACEHOLDER_REASON = "names its object only as '{word}', which the turn never says (vague: nothing to recall)"
 KIND_REASON = "files someone under a kind the turn never names (world knowledge: 'her husband is a man')"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
@@ -348,6 +349,9 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return INFERRED_REASON
     if screen.unstated_kind(text, name, turn.content):
         return KIND_REASON
+    placeholder = screen.placeholder_object(text, name, turn.content)
+    if placeholder:
+        return PLACEHOLDER_REASON.format(word=placeholder)
     if reread and screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
