@@ -122,6 +122,10 @@ def test_a_feeling_about_nothing_named_is_filler(text, filler):
     ("Nora's message to the students was about hope.", False),   # a speech she gave: an event
     ("Nora's question about visas went to the embassy.", False),
     ("Nora's statement to the police was filed on Monday.", False),
+    ("Nora's friends are mentioned in the turn.", True),
+    ("Nora's rock is mentioned in the turn.", True),
+    ("Nora's new job was discussed in the conversation.", True),
+    ("Nora was mentioned in the local newspaper.", False),
 ])
 def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, filler):
     assert screen.is_filler(text, "Nora") is filler

@@ -440,6 +440,10 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
 # dialogue ("Caroline's message to the students was about hope" is an event: kept)
 _SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?:\w+\s+)?(?:statement|message|question|comment|reply|response|remark|"
                                  r"words)s?\s+(?:is|was|are|were)\s+(?:about|that|to say)\b", re.I)
+# "Caroline's friends are mentioned in the turn": a line about the dialogue itself
+_IN_THE_DIALOGUE = re.compile(r"\b(?:is|are|was|were|gets|got)\s+(?:mentioned|discussed|described|referenced|"
+                              r"brought up|talked about)\s+in\s+(?:the|this|that)\s+(?:turn|dialogue|conversation|"
+                              r"chat|message)\b", re.I)
 # A bare definite placeholder stands in for what the turn left unnamed ("make it work" ->
 # "make the project work"); "his studio project", "new things" name or qualify theirs.
 _PLACEHOLDER = re.compile(r"\bthe (project|thing|situation|matter|stuff)s?\b(?! of\b)", re.I)
@@ -470,14 +474,15 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     dialogue act ("shared", "mentioned", "told") and has at most one other content word; or
     it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
-    go!'"); or its subject is something said ("Jon's statement is about ..."); or it is a
-    short claim about an unnamed "it"
+    go!'"); or its subject is something said ("Jon's statement is about ...") or it says
+    what the dialogue mentions ("her friends are mentioned in the turn"); or it is a short
+    claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words:
         return True
-    if _QUOTED_SPEECH.match(body) or _SPEECH_ACT_SUBJECT.match(body):
+    if _QUOTED_SPEECH.match(body) or _SPEECH_ACT_SUBJECT.match(body) or _IN_THE_DIALOGUE.search(body):
         return True
     other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)
