@@ -124,7 +124,7 @@ def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
     shown_by = {st: [c.messages[-1]["content"].split("### Task")[0] for c in event_calls if c.stage == st]
                 for st in ("details", "events")}
     assert shown_by["details"] == shown_by["events"]
-    assert not any("\n[" in task_of(c) for c in event_calls if c.stage == "details")
+    assert not any("(user):" in task_of(c) for c in event_calls if c.stage == "details")
 
 
 def test_on_stage_callback_reports_start_and_end():

@@ -117,11 +117,14 @@ def test_a_feeling_about_nothing_named_is_filler(text, filler):
 
 @pytest.mark.parametrize("text, filler", [
     ("Nora's statement is about the performers.", True),
-    ("Nora's last message was that she agrees.", True),
     ("Nora's reply is about the weekend.", True),
     ("Nora's message to the students was about hope.", False),   # a speech she gave: an event
     ("Nora's question about visas went to the embassy.", False),
     ("Nora's statement to the police was filed on Monday.", False),
+    ("Nora's reply was that she accepted the job in Berlin.", False),      # a fact told as a reply
+    ("Nora's thesis statement is about climate policy.", False),
+    ("Nora's talk was about Berlin housing.", False),                      # names something
+    ("Nora adopted a dog named Max, which is mentioned in the turn.", False),  # the fact comes first
     ("Nora's friends are mentioned in the turn.", True),
     ("Nora's rock is mentioned in the turn.", True),
     ("Nora's new job was discussed in the conversation.", True),
@@ -136,9 +139,12 @@ def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, fil
     ("Nora is handling the situation well.", "I'm handling it okay, I guess.", "situation"),
     ("Nora is looking for the right place to work on the project.", "Looking for the right place is nerve-wracking.",
      "project"),
+    # a whole word: "think" does not hide "thing"
+    ("Nora will sort out the thing tomorrow.", "I think I'll sort it out tomorrow.", "thing"),
     # the turn names the placeholder itself: a real object
     ("Nora is determined to make the project work.", "The garden project is hard, but I'll make it work.", None),
-    ("Nora likes the little things in life.", "I love the little things in life.", None),
+    # a complement names it
+    ("Nora is stressed about the situation with her landlord.", "My landlord won't fix the heating.", None),
     ("Nora is building a greenhouse.", "I'm building a greenhouse this spring.", None),
 ])
 def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
@@ -151,7 +157,22 @@ async def test_an_entry_naming_its_object_only_by_a_placeholder_is_discarded_bef
     kept, why, _ = await screened(rows, [("Nora is determined to make the project work.", ["u1"]),
                                          ("Nora signed the lease for the studio on Elm Street.", ["u1"])])
     assert kept == ["Nora signed the lease for the studio on Elm Street."]
-    assert why == {"Nora is determined to make the project work.": PLACEHOLDER_REASON.format(word="project")}
+    assert why == {"Nora is determined to make the project work.": PLACEHOLDER_REASON}
+
+
+async def test_a_compound_with_a_placeholder_clause_keeps_its_named_part():
+    s = session([("u1", "user", "I painted a mural for the library. It's due in May, so I'm rushing.")])
+    entry = "Nora painted a mural for the library; the project is due in May."
+    rules = {"verify": keyed({f"Entry: {entry}": ["Nora painted a mural for the library.",
+                                                  "Nora has the project due in May."]})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    e = state.entries[0]
+    # one clause is vague, so the entry is decomposed rather than lost, and the named part stays
+    assert (e.text, e.status, e.discarded) == ("Nora painted a mural for the library.", "revised", False)
+    assert "atomic fact: " + PLACEHOLDER_REASON in {d.reason for d in state.discarded}
 
 
 def test_announcing_a_topic_is_filler():

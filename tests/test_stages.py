@@ -632,6 +632,7 @@ def test_a_fact_holding_a_dialogue_lines_speaker_label_is_a_copy():
     assert copies_dialogue_line("Sarah Garcia (user): According to the MBTI test, Sarah Garcia's type is ENTJ.")
     assert copies_dialogue_line("Melanie (assistant):Thanks, Caroline!")
     assert copies_dialogue_line("Jon said: Gina (Other) : great moves")
+    assert copies_dialogue_line("王芳（user）：我下个月去上海。")  # full-width brackets and colon
     assert not copies_dialogue_line("Sarah Garcia (39) is a user researcher: she runs studies.")
     assert not copies_dialogue_line("Alice uses the app (user mode) every day.")
 

@@ -1,8 +1,9 @@
 """Hallucination-verification prompts (ProMem §3.4; Figures 13-14 intent).
 
 Both are short standalone prompts: decomposition needs only the entry, adjudication only the
-source turn (the premise) and the flagged atomic fact. The fixed instruction comes first and
-the entry (or turn and fact) last, so the calls of a session share a cached prefix.
+source turn (the premise) and the flagged atomic fact. Decomposition puts its fixed
+instruction first and the entry last, so a session's calls share a cached prefix;
+adjudication keeps the turn first (a labelled turn line last was copied into answers).
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ def adjudicate_request(premise: str, fact: str) -> LLMRequest:
 
     Output JSON: ``{"action": "REVISE"|"DISCARD", "revised_fact": str|null}``.
     """
+    # the turn first: with the labelled turn line last, the 1.5B model copied the line into
+    # its answer in the re-read prompt (cf91516), so this prompt keeps its original order
     instr = (
-        "The fact below was not confirmed by its source turn. If it has a small error (date, name, "
+        f"Source turn: {premise}\nFact: {fact}\n"
+        "The fact was not confirmed by the source turn. If it has a small error (date, name, "
         "detail) but its core is in the turn, REVISE it to match the turn exactly. If the turn "
-        'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}\n'
-        f"Source turn: {premise}\nFact: {fact}"
+        'does not say it, DISCARD. JSON: {"action": "REVISE" or "DISCARD", "revised_fact": "..." or null}'
     )
     return LLMRequest(standalone_messages(instr), ADJUDICATE_SCHEMA, ADJUDICATE_MAX_TOKENS, stage="verify")
 

@@ -32,7 +32,7 @@ _FIRST_PERSON = re.compile(r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[M
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
 # "Sarah (user): ..." is the speaker label of a dialogue line (prompts/common.speaker_label):
 # a fact holding one copied the line instead of stating something about a person.
-_SPEAKER_LABEL = re.compile(r"\((?:user|assistant|system|other)\)\s*:", re.I)
+_SPEAKER_LABEL = re.compile(r"[(（]\s*(?:user|assistant|system|other)\s*[)）]\s*[:：]", re.I)
 LINE_COPY_REASON = "copy of a dialogue line (holds its speaker label), not a fact"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"

@@ -437,30 +437,34 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
 
 
 # "Jon's statement is about the performers": the subject is something said in the
-# dialogue ("Caroline's message to the students was about hope" is an event: kept)
-_SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?:\w+\s+)?(?:statement|message|question|comment|reply|response|remark|"
-                                 r"words)s?\s+(?:is|was|are|were)\s+(?:about|that|to say)\b", re.I)
-# "Caroline's friends are mentioned in the turn": a line about the dialogue itself
-_IN_THE_DIALOGUE = re.compile(r"\b(?:is|are|was|were|gets|got)\s+(?:mentioned|discussed|described|referenced|"
-                              r"brought up|talked about)\s+in\s+(?:the|this|that)\s+(?:turn|dialogue|conversation|"
-                              r"chat|message)\b", re.I)
+# dialogue, and the rest names little (see is_filler); "Caroline's message to the students
+# was about hope" is an event and "Nora's reply was that she took the job" a fact: kept
+_SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?:statement|message|question|comment|reply|response|remark|words)s?"
+                                 r"\s+(?:is|was|are|were)\s+about\b", re.I)
+# "Caroline's friends are mentioned in the turn": the whole predicate is about the
+# dialogue ("adopted Max, which is mentioned in the turn" keeps its fact)
+_IN_THE_DIALOGUE = re.compile(r"^(?:['’]s?\s+(?:\w+\s+){0,2})?(?:is|are|was|were|gets|got)\s+(?:mentioned|discussed|"
+                              r"described|referenced|brought up|talked about)\s+in\s+(?:the|this|that)\s+"
+                              r"(?:turn|dialogue|conversation|chat)\b", re.I)
 # A bare definite placeholder stands in for what the turn left unnamed ("make it work" ->
-# "make the project work"); "his studio project", "new things" name or qualify theirs.
-_PLACEHOLDER = re.compile(r"\bthe (project|thing|situation|matter|stuff)s?\b(?! of\b)", re.I)
+# "make the project work"); "his studio project", "new things", "the situation with her
+# landlord" name or qualify theirs.
+_PLACEHOLDER = re.compile(r"\bthe (project|thing|situation|matter|stuff)s?\b"
+                          r"(?!\s+(?:of|with|at|for|about|in|from|on|to|that|which|who)\b)", re.I)
 
 
 def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[str]:
     """The placeholder noun of ``text`` ("the project", "the thing", "the situation", ...)
-    when its source turn never says that noun, or None: the 1.5B model writes "is
-    determined to make the project work" for "I'm determined to make it work", which
-    answers no later question. English only. Of LoCoMo's 354 dev observations with an
-    evidence turn, none is such an entry."""
+    when its source turn never says that noun (as a word, singular or plural), or None:
+    the 1.5B model writes "is determined to make the project work" for "I'm determined to
+    make it work", which answers no later question. English only. Of LoCoMo's 354 dev
+    observations with an evidence turn, none is such an entry."""
     if not turn_text.isascii():
         return None
-    low = turn_text.lower()
     for m in _PLACEHOLDER.finditer(_strip_subject(text, user_name)):
-        if not word_in(m.group(1).lower(), low):
-            return m.group(1).lower()
+        w = m.group(1).lower()
+        if not re.search(rf"\b{w}s?\b", turn_text, re.I):
+            return w
     return None
 
 
@@ -482,8 +486,14 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     words = _substantive(predicate_words(body, user_name))
     if not words:
         return True
-    if _QUOTED_SPEECH.match(body) or _SPEECH_ACT_SUBJECT.match(body) or _IN_THE_DIALOGUE.search(body):
+    if _QUOTED_SPEECH.match(body) or _IN_THE_DIALOGUE.match(body):
         return True
+    said = _SPEECH_ACT_SUBJECT.match(body)
+    if said:
+        rest = body[said.end():]
+        if len(_substantive(predicate_words(rest, user_name))) <= 2 and not _SPECIFIC.search(rest) \
+                and not any(t[:1].isupper() for t in _TOKEN.findall(rest)):
+            return True
     other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)
     if act and _short_of(act.group(1), other_names):

@@ -65,7 +65,7 @@ WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
-PLACEHOLDER_REASON = "names its object only as '{word}', which the turn never says (vague: nothing to recall)"
+PLACEHOLDER_REASON = "names its object only by a placeholder ('the project') the turn never says (vague)"
 KIND_REASON = "files someone under a kind the turn never names (world knowledge: 'her husband is a man')"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
@@ -304,7 +304,7 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
-            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON)
+            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON)
 
 
 def _reread(entry) -> bool:
@@ -349,9 +349,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return INFERRED_REASON
     if screen.unstated_kind(text, name, turn.content):
         return KIND_REASON
-    placeholder = screen.placeholder_object(text, name, turn.content)
-    if placeholder:
-        return PLACEHOLDER_REASON.format(word=placeholder)
+    if screen.placeholder_object(text, name, turn.content):
+        return PLACEHOLDER_REASON
     if reread and screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
@@ -503,10 +502,11 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         revised = clean_text(ruling.get("revised_fact") or "", name)
         # a revision must itself pass the screen against the premise (the adjudicator can
         # write what the turn never said)
-        why = (screen_reason(state, revised, premise_turn[i], others, other_turns, _reread(state.entries[i]))
-               if p.screen_entries and has_text(revised) else None)
-        if why is None and has_text(revised) and copies_dialogue_line(revised):
-            why = LINE_COPY_REASON
+        if has_text(revised) and copies_dialogue_line(revised):
+            why = LINE_COPY_REASON  # format, not content: checked first, with or without the screen
+        else:
+            why = (screen_reason(state, revised, premise_turn[i], others, other_turns, _reread(state.entries[i]))
+                   if p.screen_entries and has_text(revised) else None)
         if why and ruling["action"] == "REVISE":
             a.action = "discarded"
             state.discard(revised, "verify", f"revision of {a.text!r}: {why}")
