@@ -50,7 +50,10 @@ async def screened(rows, entries, user="Nora", **pipeline):
     ("Nora agrees that rest matters.", True),
     ("Nora shared her travel preference with the assistant.", True),
     ("Nora finds it wonderful.", True),
+    ("Nora definitely agrees that dance floors help avoid injuries.", True),  # an adverb before the reaction
+    ("Nora really appreciates the chat.", True),
     ("Nora agrees to meet Kai in Lisbon on Friday.", False),   # a plan with a place and a person
+    ("Nora totally agrees to move to Oslo in June.", False),
     ("Nora mentioned she adopted a greyhound.", False),          # a fact wrapped in a dialogue act
     ("Nora appreciates the Tate Modern.", False),
     ("Nora adopted a greyhound called Pip.", False),

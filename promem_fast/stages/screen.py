@@ -60,7 +60,9 @@ _META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye good
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(
-    r"^(?:agrees?|agreed|appreciates?|appreciated|thanks?|thanked|looks? forward|is looking forward|"
+    # an adverb may come first: "definitely agrees that ...", "really appreciates ..."
+    r"^(?:(?:definitely|totally|completely|fully|really|truly|strongly|also|just|so|wholeheartedly)\s+)?"
+    r"(?:agrees?|agreed|appreciates?|appreciated|thanks?|thanked|looks? forward|is looking forward|"
     r"is glad|was glad|is happy to|enjoy(?:s|ed)? (?:the|our|this|talking|chatting)|compliment(?:s|ed)?|"
     r"prais(?:es|ed)|admires?|admired|finds? (?:it|this)|(?:thinks?|believes?|feels?) (?:that )?(?:it|this|that)(?:'s| is| was)|"
     r"hopes? (?:to )?(?:chat|talk)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
