@@ -278,6 +278,30 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     assert screen.reaction_to_other(entry, "Nora", before, turn) is reaction
 
 
+@pytest.mark.parametrize("entry, turn, before, echo", [
+    # the other side's news, echoed back with no first person: a reaction of any length
+    ("Nora is excited about the regatta.", "Wow, they look strong! Can't wait to see them win the regatta.",
+     "Those are my rowers, they race at the harbour regatta in May.", True),
+    ("Nora likes the oak floor's warm colour and grain.", "Sounds lovely! Oak is perfect, such a warm colour and grain.",
+     "We picked an oak floor for the cafe: warm colour, nice grain.", True),
+    # the user's own clause: "I" / "my" makes it theirs
+    ("Nora rows at the harbour regatta.", "Oh nice, I row at the harbour regatta too!",
+     "Those are my rowers, they race at the harbour regatta in May.", False),
+    # a word of the user's own beside the echo: news, not an echo
+    ("Nora trained for the regatta in Porto.", "Trained for the regatta in Porto last year!",
+     "Those are my rowers, they race at the harbour regatta in May.", False),
+    # a confirmed number is a fact
+    ("Nora's budget is 900 euros.", "Yes, 900 euros, exactly.", "So the budget is 900 euros.", False),
+    # the other side only asked
+    ("Nora likes oak floors.", "Oak floors, always.", "Do you like oak floors?", False),
+    # an action, not a stance: borrowed_from_other decides
+    ("Nora is racing at the harbour regatta.", "Racing at the harbour regatta!",
+     "Those are my rowers, they race at the harbour regatta in May.", False),
+])
+def test_an_echo_of_the_other_speakers_turn(entry, turn, before, echo):
+    assert screen.reaction_to_other(entry, "Nora", before, turn) is echo
+
+
 @pytest.mark.parametrize("text, filler", [
     ("Nora will talk to you soon.", True),                       # sign-off
     ("Nora will have a next chat with you.", True),

@@ -655,6 +655,15 @@ _REACTION_CLAUSE = re.compile(
     r"(?:what|such) an?|nice|great|cool|lovely|beautiful|gorgeous|sounds|looks)\b", re.I)
 
 
+# Stance verbs: how the user takes what the other side said, not part of what was said.
+_STANCE_VERBS = frozenset("like likes liked love loves loved enjoy enjoys enjoyed believe believes believed "
+                          "think thinks thought find finds want wants wanted".split())
+# Share of an echo's words that the other side's turn before must hold (one may be the user's own).
+ECHO_SHARE = 0.8
+# "is excited about ...", "feels so impressed by ...": a stance, not an action
+_STANCE_STATE = re.compile(r"^(?:is|was|feels|felt|seems|seemed)\s+(?:so\s+|very\s+|really\s+|super\s+)?([\w'’]+)", re.I)
+
+
 def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_text: str = "") -> bool:
     """True when ``text`` is the user's reaction to what the other side just showed or said:
     "likes / loves the X" (or "that X", "your X") with at most 2 content words, all of them
@@ -662,16 +671,20 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     their painting -> "Caroline likes the blend nicely"); or an entry of at most 2
     substantive words, all in that turn's statements (not its questions), drawn from a clause of ``turn_text`` that opens with
     a reaction and has no first person ("Loving the inclusivity!" -> "User is interested in
-    inclusivity")."""
+    inclusivity"); or an **echo** of any length (:func:`_echoes_other`).
+    English only: False for turns with letters outside Latin scripts. Shape: str in, bool out."""
     body = _strip_subject(text, user_name)
     if body == text.strip() or not previous_other_turn:
         return False
     low = previous_other_turn.lower()
     if _LIKES_THE.match(body):
         words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
-        return 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words)
+        if 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words):
+            return True
     if not turn_text or _NON_LATIN.search(turn_text):
         return False
+    if _echoes_other(body, user_name, previous_other_turn, turn_text):
+        return True
     words = _substantive(predicate_words(body, user_name))
     if not 0 < len(words) <= 2:
         return False
@@ -683,6 +696,35 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
         return False
     toks = {t.lower() for t in _TOKEN.findall(clause)}
     return bool(_REACTION_CLAUSE.match(clause.strip())) and not toks & _FIRST_PERSON
+
+
+def _echoes_other(body: str, user_name: str, previous_other_turn: str, turn_text: str) -> bool:
+    """The entry's predicate ``body`` is a stance (it opens with "likes", "thinks", "is
+    excited", "feels impressed", ...) towards the other side's turn just before: at least
+    :data:`ECHO_SHARE` of its substantive words, stance verbs ("likes", "thinks") aside, are
+    in that turn's statements, and the clause of ``turn_text`` that states it has no first
+    person ("They're performing at the festival next month!" / "Can't wait to see them rock
+    the festival!" -> "User is excited about the festival"; "Marley's perfect, the right
+    grip" after the other speaker chose Marley flooring -> "User likes Marley's grip"). Replay
+    over the labelled memories of ../shared/data: 3 fillers, no correct memory; 1 of LoCoMo's
+    347 dev observations with an evidence turn, an agreement ("believes staying focused is
+    key" after "Gotta stay focused, that's key!"), which the rubric calls filler. An entry
+    with a number is a confirmation ("The budget is $900." / "Yes, 900, right." -> "User's budget is $900"), not an echo."""
+    first = (_TOKEN.findall(body) or [""])[0].lower()
+    state = _STANCE_STATE.match(body)
+    if not (first in _STANCE_VERBS or (state and (state.group(1).lower().startswith(_META)
+                                                   or state.group(1).lower() in _STANCE_WORDS))):
+        return False  # an action ("won the tournament"): borrowed_from_other's case
+    words = [w for w in _substantive(predicate_words(body, user_name)) if w not in _STANCE_VERBS]
+    if not words or any(c.isdigit() for c in body):
+        return False
+    said = _statements(previous_other_turn).lower()
+    if sum(word_in(w, said) for w in words) < ECHO_SHARE * len(words):
+        return False
+    clause, _ = _best_clause(words, turn_text.replace("\u2019", "'"))
+    if clause is None:
+        return False
+    return not {t.lower() for t in _TOKEN.findall(clause)} & _FIRST_PERSON
 
 
 def _strip_subject(text: str, user_name: str) -> str:
