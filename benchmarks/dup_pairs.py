@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 async def pairs() -> list[dict]:
     from promem_fast.backends.registry import create_embed
     from promem_fast.config import Config
-    from promem_fast.eval.precision import _key, load_labels
+    from promem_fast.eval.precision import label_key as _key, load_labels
 
     labels: dict = {}  # key -> {"label", "fact"}; a later review file wins
     for f in sorted(glob.glob(str(ROOT / "benchmarks/review/*/labels.jsonl"))):

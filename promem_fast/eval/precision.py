@@ -175,7 +175,9 @@ async def judge_free(sessions: Sequence[SessionMemories], embed: Any,
     return out
 
 
-def _key(session_id: str, memory: str) -> tuple[str, str]:
+def label_key(session_id: str, memory: str) -> tuple[str, str]:
+    """The key of a labelled memory: (session id, memory text with its whitespace collapsed,
+    case-folded), so that a label holds across runs that wrote the same text."""
     return str(session_id), " ".join(str(memory).split()).casefold()
 
 
@@ -213,7 +215,7 @@ def load_labels(path: Path) -> Labels:
         label = row["label"].strip().lower()
         if label not in LABELS:
             raise ValueError(f"{path}: line {n}: field 'label' is {row['label']!r}; expected one of {', '.join(LABELS)}")
-        k = _key(row["session_id"], row["memory"])
+        k = label_key(row["session_id"], row["memory"])
         if out.get(k, label) != label:
             raise ValueError(f"{path}: line {n}: memory labelled {out[k]!r} before and {label!r} here")
         out[k] = label
@@ -239,7 +241,7 @@ def score_labels(sessions: Sequence[SessionMemories], labels: Mapping[tuple[str,
         seen: set[tuple[str, str]] = set()
         stated: set[str] = set()
         for m in s.memories:
-            k = _key(s.session_id, m)
+            k = label_key(s.session_id, m)
             if k in seen:
                 counts["duplicate"] += 1
                 continue
@@ -269,7 +271,7 @@ def write_review_file(by_variant: Mapping[str, Sequence[SessionMemories]], path:
     for sessions in by_variant.values():
         for s in sessions:
             for m in s.memories:
-                k = _key(s.session_id, m)
+                k = label_key(s.session_id, m)
                 if k not in rows and not (existing and k in existing):
                     rows[k] = {"session_id": s.session_id, "memory": m, "label": ""}
     items = sorted(rows.values(), key=lambda r: (r["session_id"], r["memory"]))

@@ -83,6 +83,13 @@ _ACT_START = re.compile(
     r"shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
     r"described|describes|explained|explains|expressed|expresses)\b", re.I)
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
+
+
+def _names_something(text: str, skip_first: bool = True) -> bool:
+    """``text`` holds a number, a non-ASCII word or a capitalised word (after its first word
+    when ``skip_first``, which may open a sentence): something a later question could ask about."""
+    toks = _TOKEN.findall(text)[1 if skip_first else 0:]
+    return bool(_SPECIFIC.search(text)) or any(t[:1].isupper() for t in toks)
 # where a dialogue act's purpose begins ("shared X so that ...", "... in order to ...")
 _PURPOSE = re.compile(r",?\s+(?:so(?:\s+that)?|in order to|to help|because|since)\s", re.I)
 
@@ -493,8 +500,7 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     said = _SPEECH_ACT_SUBJECT.match(body)
     if said:
         rest = body[said.end():]
-        if len(_substantive(predicate_words(rest, user_name))) <= 2 and not _SPECIFIC.search(rest) \
-                and not any(t[:1].isupper() for t in _TOKEN.findall(rest)):
+        if len(_substantive(predicate_words(rest, user_name))) <= 2 and not _names_something(rest, skip_first=False):
             return True
     other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)
@@ -612,9 +618,7 @@ def _bare_feeling(body: str, words: Sequence[str]) -> bool:
     entry answers no later question. Checked on the dev data: 4 filler memories of the
     labelled runs and none of the 667 gold points of ../shared/data (LoCoMo observations,
     HaluMem memory points)."""
-    if not _LINKING.match(body) or _SPECIFIC.search(body):
-        return False
-    if any(t[:1].isupper() for t in _TOKEN.findall(body)[1:]):
+    if not _LINKING.match(body) or _names_something(body):
         return False
     feelings = _STATE_WORDS | (_TRAIT_WORDS if _FEEL.match(body) else frozenset())
     object_words = {w.lower() for w in _TOKEN.findall(_MAKE_IT_WORK.sub(" ", body))}
@@ -629,9 +633,7 @@ def _vague(body: str, words: Sequence[str]) -> bool:
     after the first word, no number or non-ASCII word ("this" is left alone: "moved this
     spring")."""
     toks = _TOKEN.findall(body)
-    if "it" not in (t.lower() for t in toks) or len(words) > 2 or _SPECIFIC.search(body):
-        return False
-    return not any(t[:1].isupper() for t in toks[1:])
+    return "it" in (t.lower() for t in toks) and len(words) <= 2 and not _names_something(body)
 
 
 def _names_beyond(text: str, known: set[str]) -> list[str]:
