@@ -294,6 +294,9 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora's budget is 900 euros.", "Yes, 900 euros, exactly.", "So the budget is 900 euros.", False),
     # the other side only asked
     ("Nora likes oak floors.", "Oak floors, always.", "Do you like oak floors?", False),
+    # "me too": the user says it of themselves
+    ("Nora loves rowing because it is calm and strong.", "Yeah, me too! Rowing is so calm and strong.",
+     "I love rowing, it's so calm and strong!", False),
     # an action, not a stance: borrowed_from_other decides
     ("Nora is racing at the harbour regatta.", "Racing at the harbour regatta!",
      "Those are my rowers, they race at the harbour regatta in May.", False),

@@ -710,7 +710,8 @@ def _echoes_other(body: str, user_name: str, previous_other_turn: str, turn_text
     grip" after the other speaker chose Marley flooring -> "User likes Marley's grip"). Replay
     over the labelled memories of ../shared/data: 3 fillers, no correct memory; 1 of LoCoMo's
     347 dev observations with an evidence turn, an agreement ("believes staying focused is
-    key" after "Gotta stay focused, that's key!"), which the rubric calls filler. An entry
+    key" after "Gotta stay focused, that's key!"), which the rubric calls filler. A turn that
+    says it holds for the user too ("me too", "same here") is the user's own. An entry
     with a number is a confirmation ("The budget is $900." / "Yes, 900, right." -> "User's budget is $900"), not an echo."""
     first = (_TOKEN.findall(body) or [""])[0].lower()
     state = _STANCE_STATE.match(body)
@@ -723,7 +724,10 @@ def _echoes_other(body: str, user_name: str, previous_other_turn: str, turn_text
     said = _statements(previous_other_turn).lower()
     if sum(word_in(w, said) for w in words) < ECHO_SHARE * len(words):
         return False
-    clause, _ = _best_clause(words, turn_text.replace("\u2019", "'"))
+    turn_text = turn_text.replace("\u2019", "'")
+    if _SAME_HERE.search(turn_text):  # "Yeah, me too! Contemporary is so expressive": the user's own
+        return False
+    clause, _ = _best_clause(words, turn_text)
     if clause is None:
         return False
     return not {t.lower() for t in _TOKEN.findall(clause)} & _FIRST_PERSON
