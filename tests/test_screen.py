@@ -430,6 +430,14 @@ def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
     ("Nora will make time to dance.", "Gotta make time to dance, that's for sure.", False),  # casual, no "I"
     ("Nora takes breaks to dance.", "I take breaks to dance when you are busy.", False),
     ("Nora was inspired by the stories.", "The stories were so inspiring!", False),
+    # right after a sentence to the other side, a sentence with no person of its own goes on about them
+    ("Nora is planting a garden for the kids.",
+     "You're doing something wonderful! Planting a garden for the kids is so kind.", True),
+    # not two sentences on, and not after a generic "yourself" or a question
+    ("Nora ran the race in 3 hours.", "You're amazing! That race was brutal. Ran it in 3 hours.", False),
+    ("Nora's painting stands for acceptance.",
+     "Here's one - it's all about being yourself. The painting stands for acceptance.", False),
+    ("Nora ran the race in 3 hours.", "Did you run it too? Ran it in 3 hours.", False),
 ])
 def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
     assert screen.said_to_other(entry, "Nora", turn) is to_other
@@ -930,6 +938,10 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     ("Please note that I'm allergic to peanuts.", "Please note that I'm allergic to peanuts."),
     # emoji do not make a turn foreign; a German turn comes back whole
     ("You're so kind! \U0001F60A Your family will be lucky.", ""),
+    # the sentence right after one said to the other side goes on about them
+    ("You're doing something wonderful! Planting a garden for the kids is so kind. I start my new job on Monday.",
+     "I start my new job on Monday."),
+    ("You're amazing! That race was brutal. Ran it in 3 hours.", "Ran it in 3 hours."),
     ("Kannst du mir helfen, meine Reise nach Rom zu planen?", "Kannst du mir helfen, meine Reise nach Rom zu planen?"),
 ])
 def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):
