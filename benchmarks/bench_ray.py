@@ -21,6 +21,9 @@ first Ray configuration paid for them and the second did not. What a job itself 
 inside ``wall_s``: the local engine's services, the Ray workers' start (process, imports,
 services), the dataset, the executor, the result stream.
 
+``machine_cpu_s``: CPU seconds the whole machine spent busy during ``wall_s`` (``/proc/stat``;
+Ray's own processes included), ``machine_cores_busy`` the same per second of wall time.
+
 Prints (and appends to ``--out``) one JSON line per configuration, then one line of
 ratios: ray 2 workers / ray 1 worker and ray 1 worker / local, of sessions per second over
 the whole job (``sessions_per_s``) and once every worker is up
@@ -74,6 +77,17 @@ def _commit() -> str:
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def _busy_cpu_s() -> float | None:
+    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: all but idle
+    and iowait), None where there is no ``/proc/stat``. The difference over a job counts Ray's
+    own processes (raylet, GCS, worker start) beside the job's."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _canon_lines(out: Path) -> list[str]:
@@ -130,15 +144,21 @@ def main(argv=None) -> int:
                          progress=False, scripted_latency_s=args.latency_ms / 1000.0, **kw)
                 warmup_s = round(time.perf_counter() - t, 3)
             out = Path(tmp) / "out"
+            cpu0 = _busy_cpu_s()
             t = time.perf_counter()
             rep = run_bulk([args.data], out, "locomo", args.concurrency, cfg, sessions_list=sessions,
                            progress=False, scripted_latency_s=args.latency_ms / 1000.0, **kw)
             wall = time.perf_counter() - t
+            cpu1 = _busy_cpu_s()
             canon[name] = _canon_lines(out)
         rec = dict(common, config=name, engine=engine, workers=workers or None, wall_s=round(wall, 3),
                    sessions_per_s=round(rep.ok / wall, 4), tokens_per_s=round(rep.tokens / wall, 1),
                    ok=rep.ok, failed=rep.failed, tokens=rep.tokens, warmup_s=warmup_s,
                    machine_load_after=round(os.getloadavg()[0], 2))
+        if cpu0 is not None and cpu1 is not None:
+            # cores kept busy on average: near the core count, the job is CPU-bound on this machine
+            rec["machine_cpu_s"] = round(cpu1 - cpu0, 2)
+            rec["machine_cores_busy"] = round((cpu1 - cpu0) / wall, 2)
         start = 0.0
         if engine == "ray":
             rec["ray_init_s"] = ray_init_s
