@@ -80,11 +80,12 @@ def _commit() -> str:
 
 
 def _busy_cpu_s() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: all but idle
-    and iowait), None where there is no ``/proc/stat``. The difference over a job counts Ray's
-    own processes (raylet, GCS, worker start) beside the job's."""
+    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: user, nice,
+    system, irq, softirq, steal; guest time is already inside user and nice), None where
+    there is no ``/proc/stat``. The difference over a job counts Ray's own processes
+    (raylet, GCS, worker start) beside the job's, and anything else running on the machine."""
     try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
     except (OSError, ValueError, IndexError):
         return None
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")

@@ -64,13 +64,18 @@ PROMPTS = {
 
 
 def labelled_memories() -> list[dict]:
-    """Distinct (session_id, memory, label) rows of every review batch (first label wins)."""
+    """Distinct (session_id, memory, label) rows of every review batch, keyed as the scorer
+    keys them (``eval.precision.label_key``); the first batch's label wins (the batches
+    reuse one label per text, so they agree)."""
+    from promem_fast.eval.precision import label_key
+
     rows: dict[tuple[str, str], dict] = {}
     for f in sorted(glob.glob(str(ROOT / "benchmarks/review/*/labels.jsonl"))):
         for line in open(f, encoding="utf-8"):
             if line.strip():
                 r = json.loads(line)
-                rows.setdefault((r["session_id"], r["memory"]), {k: r[k] for k in ("session_id", "memory", "label")})
+                rows.setdefault(label_key(r["session_id"], r["memory"]),
+                                {"session_id": r["session_id"], "memory": r["memory"], "label": r["label"].strip().lower()})
     return list(rows.values())
 
 

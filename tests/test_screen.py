@@ -294,6 +294,20 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     ("Nora's budget is 900 euros.", "Yes, 900 euros, exactly.", "So the budget is 900 euros.", False),
     # the other side only asked
     ("Nora likes oak floors.", "Oak floors, always.", "Do you like oak floors?", False),
+    # any first person in the turn makes it the user's own ("I go every summer")
+    ("Nora loves hiking in the hills.", "Hiking in the hills? I go every summer, love it.",
+     "Hiking in the hills is the best.", False),
+    ("Nora likes jazz.", "Jazz is the best, it's all I listen to when I study.", "Jazz is the best music for studying.", False),
+    # what the other side says of the user is no echo
+    ("Nora loves hiking with her dog.", "Yes, hiking with the dog is the best part of the week!",
+     "So you love hiking with your dog.", False),
+    # "wants" is a plan, not a stance; a named place may be the user's own
+    ("Nora wants to visit the coast.", "Gonna visit the coast for sure!", "The coast is lovely in spring.", False),
+    ("Nora loves Lisbon.", "Lisbon is the best!", "Lisbon is lovely in spring.", False),
+    # most of the words must come from the other side; a number is a confirmation
+    ("Nora is excited about the regatta and the crew dinner.", "Can't wait for the regatta and the crew dinner!",
+     "They race at the harbour regatta in May.", False),
+    ("Nora likes the 900 euro budget.", "Sounds fine, 900 euros works.", "The budget is 900 euros.", False),
     # "me too": the user says it of themselves
     ("Nora loves rowing because it is calm and strong.", "Yeah, me too! Rowing is so calm and strong.",
      "I love rowing, it's so calm and strong!", False),
@@ -438,6 +452,7 @@ def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
     ("Nora's painting stands for acceptance.",
      "Here's one - it's all about being yourself. The painting stands for acceptance.", False),
     ("Nora ran the race in 3 hours.", "Did you run it too? Ran it in 3 hours.", False),
+    ("Nora started a new job at the bakery.", "Thank you! Started a new job at the bakery last week.", False),
 ])
 def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
     assert screen.said_to_other(entry, "Nora", turn) is to_other
@@ -942,6 +957,9 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     ("You're doing something wonderful! Planting a garden for the kids is so kind. I start my new job on Monday.",
      "I start my new job on Monday."),
     ("You're amazing! That race was brutal. Ran it in 3 hours.", "Ran it in 3 hours."),
+    # set phrases with "you" are not about the other side
+    ("Thank you! Started a new job at the bakery last week.", "Started a new job at the bakery last week."),
+    ("Miss you! Been swamped at the hospital.", "Been swamped at the hospital."),
     ("Kannst du mir helfen, meine Reise nach Rom zu planen?", "Kannst du mir helfen, meine Reise nach Rom zu planen?"),
 ])
 def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):

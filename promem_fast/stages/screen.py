@@ -659,7 +659,7 @@ _REACTION_CLAUSE = re.compile(
 
 # Stance verbs: how the user takes what the other side said, not part of what was said.
 _STANCE_VERBS = frozenset("like likes liked love loves loved enjoy enjoys enjoyed believe believes believed "
-                          "think thinks thought find finds want wants wanted".split())
+                          "think thinks thought".split())
 # Share of an echo's words that the other side's turn before must hold (one may be the user's own).
 ECHO_SHARE = 0.8
 # "is excited about ...", "feels so impressed by ...": a stance, not an action
@@ -673,8 +673,8 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     their painting -> "Caroline likes the blend nicely"); or an entry of at most 2
     substantive words, all in that turn's statements (not its questions), drawn from a clause of ``turn_text`` that opens with
     a reaction and has no first person ("Loving the inclusivity!" -> "User is interested in
-    inclusivity"); or an **echo** of any length (:func:`_echoes_other`).
-    English only: False for turns with letters outside Latin scripts. Shape: str in, bool out."""
+    inclusivity"); or an **echo** of any length (:func:`_echoes_other`). The last two read
+    English turns only (False for letters outside Latin scripts). Shape: str in, bool out."""
     body = _strip_subject(text, user_name)
     if body == text.strip() or not previous_other_turn:
         return False
@@ -702,35 +702,32 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
 
 def _echoes_other(body: str, user_name: str, previous_other_turn: str, turn_text: str) -> bool:
     """The entry's predicate ``body`` is a stance (it opens with "likes", "thinks", "is
-    excited", "feels impressed", ...) towards the other side's turn just before: at least
-    :data:`ECHO_SHARE` of its substantive words, stance verbs ("likes", "thinks") aside, are
-    in that turn's statements, and the clause of ``turn_text`` that states it has no first
-    person ("They're performing at the festival next month!" / "Can't wait to see them rock
-    the festival!" -> "User is excited about the festival"; "Marley's perfect, the right
-    grip" after the other speaker chose Marley flooring -> "User likes Marley's grip"). Replay
-    over the labelled memories of ../shared/data: 3 fillers, no correct memory; 1 of LoCoMo's
-    347 dev observations with an evidence turn, an agreement ("believes staying focused is
-    key" after "Gotta stay focused, that's key!"), which the rubric calls filler. A turn that
-    says it holds for the user too ("me too", "same here") is the user's own. An entry
-    with a number is a confirmation ("The budget is $900." / "Yes, 900, right." -> "User's budget is $900"), not an echo."""
+    excited", "feels impressed", ...) towards the other side's turn just before, and the
+    user's turn says nothing of the user: at least :data:`ECHO_SHARE` of the entry's
+    substantive words, stance verbs aside, are in that turn's statements that are not said
+    to the user (no "you" / "your"), and ``turn_text`` has no first-person word at all
+    ("They're performing at the festival next month!" / "Wow, they look great! Can't wait to
+    see them rock the festival!" -> "User is excited about the festival"). Not an echo: an
+    entry with a number (a confirmation: "The budget is 900 euros." / "Yes, 900, right."), a
+    capitalised name after its first word ("loves Lisbon": a place the user may know), a turn
+    that says it holds for the user too ("me too", "same here"). Replay over the labelled
+    memories of ../shared/data: 2 fillers, no correct memory; 1 of LoCoMo's 347 dev
+    observations with an evidence turn, an agreement ("believes staying focused is key" after
+    "Gotta stay focused, that's key!"), which the rubric calls filler."""
     first = (_TOKEN.findall(body) or [""])[0].lower()
     state = _STANCE_STATE.match(body)
     if not (first in _STANCE_VERBS or (state and (state.group(1).lower().startswith(_META)
                                                    or state.group(1).lower() in _STANCE_WORDS))):
         return False  # an action ("won the tournament"): borrowed_from_other's case
     words = [w for w in _substantive(predicate_words(body, user_name)) if w not in _STANCE_VERBS]
-    if not words or any(c.isdigit() for c in body):
-        return False
-    said = _statements(previous_other_turn).lower()
-    if sum(word_in(w, said) for w in words) < ECHO_SHARE * len(words):
+    if not words or _names_something(body):
         return False
     turn_text = turn_text.replace("\u2019", "'")
-    if _SAME_HERE.search(turn_text):  # "Yeah, me too! Contemporary is so expressive": the user's own
-        return False
-    clause, _ = _best_clause(words, turn_text)
-    if clause is None:
-        return False
-    return not {t.lower() for t in _TOKEN.findall(clause)} & _FIRST_PERSON
+    if _SAME_HERE.search(turn_text) or any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(turn_text)):
+        return False  # "Hiking in the Rockies? I go every summer": the user's own
+    said = " ".join(x for x in _SENTENCE_END.split(_statements(previous_other_turn).replace("\u2019", "'"))
+                    if not _ADDRESSEE & {t.lower() for t in _TOKEN.findall(x)}).lower()
+    return sum(word_in(w, said) for w in words) >= ECHO_SHARE * len(words)
 
 
 def _strip_subject(text: str, user_name: str) -> str:
@@ -1022,17 +1019,28 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     return bool(k) and _addressed(sents[k - 1])
 
 
+# "You're doing ...", "Your family will ...": the other side is the subject
+_YOU_SUBJECT = frozenset("you you're you've you'll you'd ya your".split())
+_LEAD_INTERJECTIONS = re.compile(r"^\W*(?:(?:wow|oh|ah|aw+|omg|yeah|yes|yep|hey|so|well|ok|okay)\b\W*)+", re.I)
+_LEAD_NAME = re.compile(r"^[A-Z][\w']*\s*,\s*")
+
+
 def _addressed(sentence: str) -> bool:
-    """``sentence`` is a statement to the other side: "you" / "your" (not the generic "you"
-    of "it lets you move", nor "yourself"), no first person, not a question. The sentence
-    right after it, with neither "you" nor a first person of its own, goes on about the other
-    side ("You're doing something amazing! Creating a family for those kids is so lovely.");
-    further ones do not ("... Ran it in 3 hours" drops its "I")."""
+    """``sentence`` is a statement about the other side: after interjections and names
+    ("Wow, Caroline!"), its subject is "you" / "your" ("You're doing something amazing!",
+    "Your family will be lucky"), and it has no first person and is no question. Set
+    phrases are not ("Thank you!", "Nice to meet you!", "Miss you!", "Good luck with your
+    marathon!"). The sentence right after it, with neither "you" nor a first person of its
+    own, goes on about the other side ("You're doing something amazing! Creating a family
+    for those kids is so lovely."); further ones do not ("... Ran it in 3 hours" drops its
+    "I")."""
     toks = [t.lower() for t in _TOKEN.findall(sentence)]
     if _is_question(sentence.strip()) or any(t in _FIRST_PERSON for t in toks):
         return False
-    return any(t in _SECOND_PERSON | {"your"} and not (t == "you" and k and toks[k - 1] in _GENERIC_YOU)
-               for k, t in enumerate(toks))
+    rest = _LEAD_INTERJECTIONS.sub("", sentence.strip().replace("\u2019", "'"))
+    rest = _LEAD_NAME.sub("", rest)  # "Mel, you're ..."
+    head = _TOKEN.findall(rest)[:1]
+    return bool(head) and head[0].lower() in _YOU_SUBJECT
 
 
 def own_statements(turn_text: str) -> str:
