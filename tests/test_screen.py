@@ -52,6 +52,9 @@ async def screened(rows, entries, user="Nora", **pipeline):
     ("Nora finds it wonderful.", True),
     ("Nora definitely agrees that dance floors help avoid injuries.", True),  # an adverb before the reaction
     ("Nora really appreciates the chat.", True),
+    ("Nora can't wait!", True),                                   # excitement about nothing named
+    ("Nora can't wait for the regatta in May.", False),
+    ("Nora is waiting for the bus.", False),                      # "wait" as a whole word only
     ("Nora agrees to meet Kai in Lisbon on Friday.", False),   # a plan with a place and a person
     ("Nora totally agrees to move to Oslo in June.", False),
     ("Nora mentioned she adopted a greyhound.", False),          # a fact wrapped in a dialogue act
