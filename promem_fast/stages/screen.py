@@ -83,13 +83,6 @@ _ACT_START = re.compile(
     r"shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
     r"described|describes|explained|explains|expressed|expresses)\b", re.I)
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
-
-
-def _names_something(text: str, skip_first: bool = True) -> bool:
-    """``text`` holds a number, a non-ASCII word or a capitalised word (after its first word
-    when ``skip_first``, which may open a sentence): something a later question could ask about."""
-    toks = _TOKEN.findall(text)[1 if skip_first else 0:]
-    return bool(_SPECIFIC.search(text)) or any(t[:1].isupper() for t in toks)
 # where a dialogue act's purpose begins ("shared X so that ...", "... in order to ...")
 _PURPOSE = re.compile(r",?\s+(?:so(?:\s+that)?|in order to|to help|because|since)\s", re.I)
 
@@ -127,6 +120,13 @@ _DATE_EXPR = re.compile(
     r"\b(?:on |in |am |im )?(?:\d{1,2}(?:st|nd|rd|th|\.)? )?(?:" + "|".join(_MONTHS.split()) + r")\b\.?(?: \d{1,2}(?:st|nd|rd|th)?)?,?(?: \d{4})?|"
     r"\b(?:on )?(?:" + "|".join(_WEEKDAYS.split()) + r")\b|\b(?:in )?(?:19|20)\d{2}\b",
     re.I)
+
+
+def _names_something(text: str, skip_first: bool = True) -> bool:
+    """``text`` holds a number, a non-ASCII word or a capitalised word (after its first word
+    when ``skip_first``, which may open a sentence): something a later question could ask about."""
+    toks = _TOKEN.findall(text)[1 if skip_first else 0:]
+    return bool(_SPECIFIC.search(text)) or any(t[:1].isupper() for t in toks)
 
 
 def _name_words(user_name: str) -> set[str]:
