@@ -984,13 +984,39 @@ async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
 
     ctx = make_ctx(session=s, services=make_services(rules={"recover": reread}))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"), ("t3", "would love her")]
+    state.details = [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"), ("t3", "named Pip"),
+                     ("t3", "would love her")]
     added = await recover_from_details(ctx, state)
     assert len(asked) == 1  # t1 only praises the other speaker
     assert "Wow! I adopted a cat named Pip." in asked[0] and "You would love her" not in asked[0]
     assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
     assert [state.entries[i].text for i in added] == ["Nora adopted a cat named Pip."]
     assert any("would love" in d.text for d in state.discarded)
+
+
+async def test_a_turn_is_asked_for_one_fact_per_missing_detail_at_most():
+    from promem_fast.stages.complete import recover_from_details
+    rows = [("t0", "assistant", "How was your week?"),
+            ("t1", "user", "I bought a kayak and time flies, it feels like yesterday I got my bike."),
+            ("t2", "assistant", "Nice!"),
+            ("t3", "user", "I started pottery classes in May and joined a choir.")]
+    s = session(rows)
+    asked = {}
+
+    def reread(req):
+        turn = "t1" if "[t1]" in req.messages[-1]["content"] else "t3"
+        asked[turn] = (req.json_schema["maxItems"], req.messages[-1]["content"])
+        return json.dumps({"t1": ["Nora bought a kayak."],
+                           "t3": ["Nora started pottery classes in May.", "Nora joined a choir."]}[turn])
+
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": reread}))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.details = [("t1", "bought kayak"), ("t3", "pottery classes"), ("t3", "joined choir")]
+    added = await recover_from_details(ctx, state)
+    assert asked["t1"][0] == 1 and "At most 1." in asked["t1"][1]
+    assert asked["t3"][0] == 2 and "At most 2." in asked["t3"][1]
+    assert [state.entries[i].text for i in added] == [
+        "Nora bought a kayak.", "Nora started pottery classes in May.", "Nora joined a choir."]
 
 
 async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_its_speaker():
@@ -1001,7 +1027,7 @@ async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_it
     ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
         ["Nora bought a kayak.", "Nora bought a kayak for the lake trip with the cousins."])}))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "bought kayak")]
+    state.details = [("t1", "bought kayak"), ("t1", "a kayak")]
     added = await recover_from_details(ctx, state)
     assert [state.entries[i].text for i in added] == ["Nora bought a kayak."]
     assert {d.text: d.reason for d in state.discarded} == {
@@ -1017,7 +1043,7 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
         ["Nora joined a choir in March.", "Nora is proud of the difference Kai makes.",
          "Nora joined Kai's choir in March."])}))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "joined choir"), ("t1", "difference")]
+    state.details = [("t1", "joined choir"), ("t1", "choir in March"), ("t1", "March"), ("t1", "difference")]
     added = await recover_from_details(ctx, state)
     # only the re-read is screened this way: a draft entry naming Kai is judged by HV
     assert [state.entries[i].text for i in added] == ["Nora joined a choir in March."]

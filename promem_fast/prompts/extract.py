@@ -139,7 +139,8 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
         f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
         f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
         "with any negation and reason exactly as the turn states them, in the turn's language. "
-        f'Use only what the turn says; add nothing. At most {max_facts}. JSON: ["...", "..."]'
+        "Use only what the turn says; add nothing. Skip greetings, thanks, praise of the other person, "
+        f'sayings and remarks about the chat. At most {max_facts}. JSON: ["...", "..."]'
     )
     return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
                       stage="recover")

@@ -103,7 +103,8 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     was discarded by HV (e.g. a flipped "likes"). Each such turn (at most
     ``max_detail_recoveries``, most uncovered details first) is read again in one short
     call (:func:`~promem_fast.prompts.extract.recover_request`, at most
-    ``max_recovered_facts`` facts). A returned fact becomes an
+    ``recovered_facts_per_detail`` facts per missing detail and ``max_recovered_facts`` in
+    all). A returned fact becomes an
     entry (origin "detail", status "recovered", source turn = that turn) when it states one of
     the turn's missing details (every content word) or takes >= 80 % of its content words
     from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the
@@ -132,8 +133,10 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
         missing, by_id = _own_missing(state, missing, by_id)
     todo = sorted(missing, key=lambda t: (-len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
+    per = p.recovered_facts_per_detail
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
-                            p.max_recovered_facts) for t in todo]
+                            min(p.max_recovered_facts, per * len(missing[t])) if per else p.max_recovered_facts)
+            for t in todo]
     outs = await ctx.llm_json(reqs, STAGE)
     name_words = set(content_words(state.user_name))
     others = state.other_speakers
