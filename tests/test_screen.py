@@ -238,6 +238,12 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora's new neighbours will love having her.", "Your new neighbours will love having you!", True),
     ("Nora's roommate Leo starts at the bakery.", "My roommate Leo starts at the bakery on Monday.", False),
     ("Nora's favorite restaurant is Luigi's.", "Their lasagna is why Luigi's is my favorite restaurant.", False),
+    # a third party's possession ("their", "his", "her") pinned on the user
+    ("Nora's patience and advice helped a lot after the move.",
+     "I've known them for years. Their patience and advice helped a lot after the move.", True),
+    ("Nora's garden won a prize at the fair.", "My uncle is thrilled: his garden won a prize at the fair!", True),
+    ("Nora's band plays on Friday.", "My sister is so excited, her band plays on Friday!", True),
+    ("Nora's band plays on Friday.", "Her drummer and my band play on Friday!", False),  # "my band": Nora's
     # the clause with the entry's verb is said of "you"
     ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
     ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),
