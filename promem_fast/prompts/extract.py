@@ -66,7 +66,9 @@ def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int)
 
 
 def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], max_events: int) -> LLMRequest:
-    """Macro events of one topic segment (Figure 10 intent).
+    """Macro events of one topic segment (Figure 10 intent). The sentence shape is shown as a
+    template, not an example: the 1.5B model copied an example fact ("User joined a hiking
+    club.") into 145 of the 539 topics of the labelled dev runs (greetings, small talk).
 
     Output JSON: ``[{"fact": sentence, "turns": [turn ids]}]``.
     """
@@ -74,9 +76,9 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
     instr = (
         f"Turns {ids[0]} to {ids[-1]} share one topic. Write the main events of {user_name} in "
         "them: actions, states, plans, stories (big picture, not small details), each one "
-        f"standalone third-person sentence about {user_name} in your own words (e.g. \"{user_name} "
-        "joined a hiking club.\"; never copy a line), with the turn ids it comes from; at most "
-        f'{max_events}. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
+        f"standalone third-person sentence about {user_name} in your own words (\"{user_name} "
+        "<did what> ...\"; never copy a line), with the turn ids it comes from; at most "
+        f'{max_events}; [] if these turns hold none. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
     return LLMRequest(session_messages(block, instr), _facts_schema(max_events), facts_max_tokens(max_events), stage="events")
 
