@@ -243,7 +243,11 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
      "I've known them for years. Their patience and advice helped a lot after the move.", True),
     ("Nora's garden won a prize at the fair.", "My uncle is thrilled: his garden won a prize at the fair!", True),
     ("Nora's band plays on Friday.", "My sister is so excited, her band plays on Friday!", True),
-    ("Nora's band plays on Friday.", "Her drummer and my band play on Friday!", False),  # "my band": Nora's
+    ("Nora's band plays on Friday.", "My sister and her band play on Friday!", True),
+    ("Nora's band plays on Friday.", "Her new band plays on Friday!", True),  # one word between
+    ("Nora's band plays on Friday.", "Her drummer and my band play on Friday!", False),  # window: "and my"
+    ("Nora's mother's garden is blooming.", "Great! Her garden is blooming this spring.", False),  # her = mother
+    ("Nora's photos of the trip were a hit.", "Showed her the photos of the trip, they were a hit.", False),
     # the clause with the entry's verb is said of "you"
     ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
     ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),

@@ -722,3 +722,19 @@ async def test_a_revision_that_copies_the_turn_line_is_discarded_not_stored():
         assert [(a.text, a.action) for a in state.entries[0].atomic_facts] == [("Alice likes puzzle games.", "discarded")]
         assert (copied, "verify", "revision of 'Alice likes puzzle games.': copy of a dialogue line (holds its speaker "
                 "label), not a fact") in [(d.text, d.stage, d.reason) for d in state.discarded]
+
+
+def test_events_prompt_shows_a_template_not_a_fact_to_copy_and_allows_none():
+    from promem_fast.prompts.extract import events_request
+    text = events_request("[t1] Nora (user): Hi!", "Nora", ["t1", "t2"], 4).messages[-1]["content"]
+    # an example fact ("Nora joined a hiking club.") was copied into topics of small talk
+    assert '"Nora <did what> ..."' in text and "hiking" not in text
+    assert "[] if these turns hold none" in text
+
+
+def test_recover_prompt_asks_for_the_cap_and_no_pleasantries():
+    from promem_fast.prompts.extract import recover_request
+    req = recover_request("[t1] Nora (user): Time flies! I got a kayak.", "Nora", ["got kayak"], 1)
+    text = req.messages[-1]["content"]
+    assert req.json_schema["maxItems"] == 1 and "At most 1." in text
+    assert "Skip greetings, thanks, praise of the other person, sayings and remarks about the chat." in text

@@ -130,7 +130,8 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
         turn: the turn's dialogue line (``turn_line``).
         user_name: subject of every fact.
         missing: the turn's details that no live entry states, shown as what to look for.
-        max_facts: most facts in the answer (``PipelineConfig.max_recovered_facts``).
+        max_facts: most facts in the answer (``PipelineConfig.recovered_facts_per_detail``
+            per missing detail, at most ``max_recovered_facts``).
 
     Output JSON: ``["fact", ...]``, at most ``max_facts``.
     """

@@ -104,7 +104,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     ``max_detail_recoveries``, most uncovered details first) is read again in one short
     call (:func:`~promem_fast.prompts.extract.recover_request`, at most
     ``recovered_facts_per_detail`` facts per missing detail and ``max_recovered_facts`` in
-    all). A returned fact becomes an
+    all; ``max_recovered_facts`` alone when it is 0). A returned fact becomes an
     entry (origin "detail", status "recovered", source turn = that turn) when it states one of
     the turn's missing details (every content word) or takes >= 80 % of its content words
     from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the

@@ -850,10 +850,11 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     * a subject part with "he", "she", "they" or "you", a possessive with its noun ("my
       brother", "her coach") or a capitalised name after the clause's first word that is not
       the user's ("my brother Tomas flies in on Sunday" -> "User flies in on Sunday");
-    * for "User's X ..." entries, only "your" in the subject part, or "their", "his" or
-      "her" in its last two words (right before the thing) with no first person there ("Your new neighbours will
-      love you" -> "User's new neighbours ...", "Their love and help meant a lot" ->
-      "User's love and help ..."): "my roommate Leo" is the right person;
+    * for "User's X ..." entries, "your" in the subject part ("Your new neighbours will love
+      you" -> "User's new neighbours ..."), or "their", "his" or "her" as its last word or
+      the one before, when the word after the subject part is X itself ("Their love and
+      help meant a lot" -> "User's love and help ..."; not "Her garden is blooming" ->
+      "User's mother's garden ..."): "my roommate Leo" is the right person;
     * a clause with no subject part that goes on in the second person and never the first,
       when the other speaker's turn before (``previous_other_turn``) holds half of the
       entry's words: the user praises what the other said they do ("Restoring a boat -
@@ -876,8 +877,10 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return False
     toks = _TOKEN.findall(best)
     prefix: list[str] = []
+    first_shared = ""
     for tok in toks:
         if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
+            first_shared = tok.lower()
             break
         prefix.append(tok)
     low = [t.lower() for t in prefix]
@@ -891,10 +894,12 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
                 and bool(previous_other_turn) and support(text, user_name, previous_other_turn) >= MIN_SUPPORT)
     if not subject_is_user(text, user_name):
         # "User's roommate Leo ...": the turn's "my roommate Leo" is that person; "their" /
-        # "his" / "her" right before the thing, with no first person, give it to someone else
-        # ("Their love and help have been so important" -> "User's love and help ...")
-        return "your" in low or (any(t in _OTHERS_POSSESSIVE for t in low[-2:])
-                                 and not any(t in _FIRST_PERSON for t in low))
+        # "his" / "her" right before the entry's own thing give it to someone else ("Their
+        # love and help have been so important" -> "User's love and help ...")
+        owned = _TOKEN.findall(_strip_subject(text, user_name))[1:2]
+        return "your" in low or (
+            bool(owned) and word_in(owned[0].lower(), first_shared) and bool(low) and low[-1] not in _DETERMINERS
+            and any(t in _OTHERS_POSSESSIVE for t in low[-2:]))
     if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low) or "your" in low:
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
@@ -956,7 +961,8 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
 
 
 _REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) you\b")
-_OTHERS_POSSESSIVE = frozenset("your their his her".split())
+_OTHERS_POSSESSIVE = frozenset("their his her".split())
+_DETERMINERS = frozenset("the a an this that these those some any".split())
 _INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
 _FIRST_PERSON = _FIRST_SINGULAR | frozenset("me my mine our ours".split())
 # the user takes the other's statement as their own ("Me too", "Same here")
