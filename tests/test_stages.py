@@ -738,3 +738,20 @@ def test_recover_prompt_asks_for_the_cap_and_no_pleasantries():
     text = req.messages[-1]["content"]
     assert req.json_schema["maxItems"] == 1 and "At most 1." in text
     assert "Skip greetings, thanks, praise of the other person, sayings and remarks about the chat." in text
+
+
+def test_a_fact_that_copies_the_prompts_template_slot_is_discarded():
+    from promem_fast.prompts.common import dialogue_block
+    from promem_fast.schema import Session, Turn
+    from promem_fast.stages.extract import TEMPLATE_REASON, parse_facts
+    from promem_fast.stages.state import PipelineState
+
+    turns = [Turn(turn_id="t1", role="user", content="I adopted a cat. My tag line is <cat lady>."),
+             Turn(turn_id="t2", role="assistant", content="Lovely!")]
+    s = Session(session_id="x", user_name="Nora", turns=turns)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    items = [{"fact": "Nora <did what> ...", "turns": ["t1"]}, {"fact": "Nora adopted a cat.", "turns": ["t1"]},
+             {"fact": "Nora's tag line is <cat lady>.", "turns": ["t1"]}]  # a slot the turn says stays
+    assert [t for t, _ in parse_facts(state, items, ["t1"], "events")] == [
+        "Nora adopted a cat.", "Nora's tag line is <cat lady>."]
+    assert [(d.text, d.reason) for d in state.discarded] == [("Nora <did what> ...", TEMPLATE_REASON)]

@@ -34,6 +34,10 @@ FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person 
 # a fact holding one copied the line instead of stating something about a person.
 _SPEAKER_LABEL = re.compile(r"[(（]\s*(?:user|assistant|system|other)\s*[)）]\s*[:：]", re.I)
 LINE_COPY_REASON = "copy of a dialogue line (holds its speaker label), not a fact"
+# a slot of a prompt's sentence template ("User <did what> ...", prompts/extract.py) written
+# back as if it were the fact; the 1.5B model copies whatever a prompt shows
+_TEMPLATE_SLOT = re.compile(r"<[a-z][a-z ]{0,24}>")
+TEMPLATE_REASON = "copy of the prompt's sentence template, not a fact"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -154,8 +158,9 @@ def parse_facts(
     state: PipelineState, items: list[dict[str, Any]], allowed: Sequence[str], where: str
 ) -> list[tuple[str, list[str]]]:
     """``[{"fact", "turns"}]`` -> [(clean text, valid turn ids)]; empty texts are skipped and
-    copies of dialogue lines (first person, or with the line's speaker label) discarded (both
-    logged); a third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
+    copies of dialogue lines (first person, or with the line's speaker label) or of a prompt's
+    template slot ("<did what>", unless a turn says it) discarded (both logged); a
+    third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
     out = []
     for it in items:
         text = clean_text(it.get("fact", ""), state.user_name)
@@ -164,6 +169,10 @@ def parse_facts(
             continue
         if copies_dialogue_line(text):
             state.discard(text, where, LINE_COPY_REASON)
+            continue
+        slot = _TEMPLATE_SLOT.search(text)
+        if slot and not any(slot.group(0) in t.content for t in state.session.turns):
+            state.discard(text, where, TEMPLATE_REASON)
             continue
         fixed = third_person(text, state.user_name)
         if fixed is None:
