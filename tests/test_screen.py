@@ -979,38 +979,43 @@ def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):
     assert screen.own_statements(turn) == own
 
 
-async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
+async def _recover(rows, details, rule):
+    """Run CC's detail re-read on a session of ``rows`` whose ``details`` no entry states, the
+    LLM answering by ``rule``; returns the state and the texts of the added entries."""
     from promem_fast.stages.complete import recover_from_details
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": rule}))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.details = details
+    added = await recover_from_details(ctx, state)
+    return state, [state.entries[i].text for i in added]
+
+
+async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
     rows = [("t0", "assistant", "I ran a charity race on Saturday."),
             ("t1", "user", "You're so brave! Your family must be proud of you."),
             ("t2", "assistant", "Thanks! Any plans?"),
             ("t3", "user", "Wow! I adopted a cat named Pip. You would love her.")]
-    s = session(rows)
     asked = []
 
     def reread(req):
         asked.append(req.messages[-1]["content"])
         return json.dumps(["Nora adopted a cat named Pip.", "Nora would love her cat."])
 
-    ctx = make_ctx(session=s, services=make_services(rules={"recover": reread}))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"), ("t3", "named Pip"),
-                     ("t3", "would love her")]
-    added = await recover_from_details(ctx, state)
+    state, added = await _recover(rows, [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"),
+                                         ("t3", "named Pip"), ("t3", "would love her")], reread)
     assert len(asked) == 1  # t1 only praises the other speaker
     assert "Wow! I adopted a cat named Pip." in asked[0] and "You would love her" not in asked[0]
     assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
-    assert [state.entries[i].text for i in added] == ["Nora adopted a cat named Pip."]
+    assert added == ["Nora adopted a cat named Pip."]
     assert any("would love" in d.text for d in state.discarded)
 
 
 async def test_a_turn_is_asked_for_one_fact_per_missing_detail_at_most():
-    from promem_fast.stages.complete import recover_from_details
     rows = [("t0", "assistant", "How was your week?"),
             ("t1", "user", "I bought a kayak and time flies, it feels like yesterday I got my bike."),
             ("t2", "assistant", "Nice!"),
             ("t3", "user", "I started pottery classes in May and joined a choir.")]
-    s = session(rows)
     asked = {}
 
     def reread(req):
@@ -1019,44 +1024,33 @@ async def test_a_turn_is_asked_for_one_fact_per_missing_detail_at_most():
         return json.dumps({"t1": ["Nora bought a kayak."],
                            "t3": ["Nora started pottery classes in May.", "Nora joined a choir."]}[turn])
 
-    ctx = make_ctx(session=s, services=make_services(rules={"recover": reread}))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "bought kayak"), ("t3", "pottery classes"), ("t3", "joined choir")]
-    added = await recover_from_details(ctx, state)
+    _, added = await _recover(rows, [("t1", "bought kayak"), ("t3", "pottery classes"), ("t3", "joined choir")],
+                              reread)
     assert asked["t1"][0] == 1 and "At most 1." in asked["t1"][1]
     assert asked["t3"][0] == 2 and "At most 2." in asked["t3"][1]
-    assert [state.entries[i].text for i in added] == [
-        "Nora bought a kayak.", "Nora started pottery classes in May.", "Nora joined a choir."]
+    assert added == ["Nora bought a kayak.", "Nora started pottery classes in May.", "Nora joined a choir."]
 
 
 async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_its_speaker():
-    from promem_fast.stages.complete import recover_from_details
     rows = [("t0", "assistant", "How was the weekend?"),
             ("t1", "user", "I bought a kayak. Your lake trip with the cousins sounds great!")]
-    s = session(rows)
-    ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
-        ["Nora bought a kayak.", "Nora bought a kayak for the lake trip with the cousins."])}))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "bought kayak"), ("t1", "a kayak")]
-    added = await recover_from_details(ctx, state)
-    assert [state.entries[i].text for i in added] == ["Nora bought a kayak."]
+    state, added = await _recover(rows, [("t1", "bought kayak"), ("t1", "a kayak")], const(
+        ["Nora bought a kayak.", "Nora bought a kayak for the lake trip with the cousins."]))
+    assert added == ["Nora bought a kayak."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora bought a kayak for the lake trip with the cousins.": "not read from what turn t1 says of its speaker"}
 
 
 async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
-    from promem_fast.stages.complete import OTHER_NAMED_REASON, recover_from_details
+    from promem_fast.stages.complete import OTHER_NAMED_REASON
     rows = [("t0", "assistant", "I gave a talk at my school."),  # the other speaker is "Kai"
             ("t1", "user", "I'm so proud of the difference you make. I joined a choir in March.")]
-    s = session(rows)
-    ctx = make_ctx(session=s, services=make_services(rules={"recover": const(
-        ["Nora joined a choir in March.", "Nora is proud of the difference Kai makes.",
-         "Nora joined Kai's choir in March."])}))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.details = [("t1", "joined choir"), ("t1", "choir in March"), ("t1", "March"), ("t1", "difference")]
-    added = await recover_from_details(ctx, state)
+    state, added = await _recover(
+        rows, [("t1", "joined choir"), ("t1", "choir in March"), ("t1", "March"), ("t1", "difference")],
+        const(["Nora joined a choir in March.", "Nora is proud of the difference Kai makes.",
+               "Nora joined Kai's choir in March."]))
     # only the re-read is screened this way: a draft entry naming Kai is judged by HV
-    assert [state.entries[i].text for i in added] == ["Nora joined a choir in March."]
+    assert added == ["Nora joined a choir in March."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora is proud of the difference Kai makes.": OTHER_NAMED_REASON,
         "Nora joined Kai's choir in March.": OTHER_NAMED_REASON}
