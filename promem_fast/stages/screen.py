@@ -877,10 +877,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return False
     toks = _TOKEN.findall(best)
     prefix: list[str] = []
-    first_shared = ""
     for tok in toks:
         if any(word_in(w, tok.lower()) and len(tok) >= 3 for w in words):
-            first_shared = tok.lower()
             break
         prefix.append(tok)
     low = [t.lower() for t in prefix]
@@ -896,7 +894,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         # "User's roommate Leo ...": the turn's "my roommate Leo" is that person; "their" /
         # "his" / "her" right before the entry's own thing give it to someone else ("Their
         # love and help have been so important" -> "User's love and help ...")
-        owned = _TOKEN.findall(_strip_subject(text, user_name))[1:2]
+        owned = _TOKEN.findall(_strip_subject(text, user_name))[1:2]  # X after "'s"
+        first_shared = toks[len(prefix)].lower() if len(prefix) < len(toks) else ""
         return "your" in low or (
             bool(owned) and word_in(owned[0].lower(), first_shared) and bool(low) and low[-1] not in _DETERMINERS
             and any(t in _OTHERS_POSSESSIVE for t in low[-2:]))
