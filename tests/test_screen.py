@@ -387,6 +387,21 @@ def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
     assert screen.is_filler(text, "Nora", ["Kai"]) is filler
 
 
+@pytest.mark.parametrize("text, filler", [
+    ("Nora thanked the other person for the salsa class they taught.", True),
+    ("Nora wants to share her favourite tea with the user.", True),
+    ("Nora asked the assistant about ferries to Lyon.", True),
+    ("Nora told the other speaker that she moved.", True),
+    # compound nouns and other sides are not parties of the chat
+    ("Nora leads the user research team at Spotify.", False),
+    ("Nora hired the assistant manager Paul.", False),
+    ("Nora's office moved to the other side of town.", False),
+    ("Nora has a user-friendly website for her bakery.", False),
+])
+def test_an_entry_that_names_a_party_of_the_chat_by_role_is_filler(text, filler):
+    assert screen.is_filler(text, "Nora", ["Kai"]) is filler
+
+
 async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
     rows = [("a1", "assistant", "Big news: I won a chess tournament in Bergen last week!"),
             ("u2", "user", "That chess tournament sounds intense! I only play online with my uncle.")]
@@ -466,12 +481,15 @@ def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
      "Here's one - it's all about being yourself. The painting stands for acceptance.", False),
     ("Nora ran the race in 3 hours.", "Did you run it too? Ran it in 3 hours.", False),
     ("Nora started a new job at the bakery.", "Thank you! Started a new job at the bakery last week.", False),
+    # a co-subject is who the turn addresses, not what it states: the clause is found without it
+    ("Nora and Kai had a great day at the wedding.", "Congrats, Kai! You both looked great on your wedding day!", True),
+    ("Nora and Kai had a great day at the wedding.", "Kai and I had a great day at the wedding!", False),
 ])
 def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
     assert screen.said_to_other(entry, "Nora", turn) is to_other
 
 
-async def test_a_reread_fact_from_advice_to_the_other_side_is_discarded():
+async def test_a_fact_from_advice_to_the_other_side_is_discarded():
     from promem_fast.stages.verify import NOT_SELF_REASON
 
     rows = [("a1", "assistant", "Opening the studio is so stressful."),
@@ -480,12 +498,12 @@ async def test_a_reread_fact_from_advice_to_the_other_side_is_discarded():
     ctx = make_ctx(session=s, services=make_services(rules={}, nli=FakeNLI(default="entailment")))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
     state.entries = [Entry("Nora takes breaks.", "detail", "recovered", ["u2"]),
-                     Entry("Nora takes breaks.", "draft", "kept", ["u2"]),
+                     Entry("Nora makes sure to take breaks.", "draft", "kept", ["u2"]),
                      Entry("Nora naps every afternoon.", "detail", "recovered", ["u2"])]
     await verify_entries(ctx, state)
-    # the draft entry is not a re-read: the rule is for facts CC read again
-    assert [state.entries[i].text for i in state.live_entries()] == ["Nora takes breaks.", "Nora naps every afternoon."]
-    assert state.entries[0].discarded and {d.reason for d in state.discarded} == {NOT_SELF_REASON}
+    # a re-read and a draft entry alike: read one by one, drafts from advice were wrong too
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora naps every afternoon."]
+    assert {d.reason for d in state.discarded} == {NOT_SELF_REASON}
 
 
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():

@@ -35,10 +35,8 @@ import re
 from typing import Iterable, Optional, Sequence
 
 from ..timeparse import language_of
-from .extract import content_words, word_in
+from .extract import PAIR_SHARE, content_words, word_in
 
-# Non-ASCII words (CJK runs have no spaces) count when half their character pairs occur.
-PAIR_SHARE = 0.5
 # An entry is stated by a turn when this share of its content words occurs there.
 MIN_SUPPORT = 0.5
 
@@ -83,6 +81,11 @@ _ACT_START = re.compile(
     r"shared|shares|told|tells|mentioned|mentions|talked|talks|discussed|discusses|said|says|asked|asks|"
     r"described|describes|explained|explains|expressed|expresses)\b", re.I)
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
+# A party of the chat named by its role ("thanked the other person", "shares it with the
+# user"): the entry is about the exchange, and a later question cannot resolve who that is.
+# Not a compound noun: "the user research team", "the assistant manager".
+_ROLE_REF = re.compile(r"\bthe (?:other (?:person|speaker)|user|assistant)\b(?!-|\s+(?!(?:for|with|about|to|and|or|that|"
+                       r"who|in|on|at|of|by|from|is|was|has|had|will|would|can|could|did|does)\b)[a-z])", re.I)
 # where a dialogue act's purpose begins ("shared X so that ...", "... in order to ...")
 _PURPOSE = re.compile(r",?\s+(?:so(?:\s+that)?|in order to|to help|because|since)\s", re.I)
 
@@ -488,12 +491,13 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
     go!'"); or its subject is something said ("Jon's statement is about ...") or it says
-    what the dialogue mentions ("her friends are mentioned in the turn"); or it is a short
+    what the dialogue mentions ("her friends are mentioned in the turn"); or it names a
+    party of the chat by role ("thanked the other person", "told the user"); or it is a short
     claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
-    if not words:
+    if not words or _ROLE_REF.search(body):
         return True
     if _QUOTED_SPEECH.match(body) or _IN_THE_DIALOGUE.match(body):
         return True
@@ -1015,7 +1019,10 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     turn_text = turn_text.replace("\u2019", "'")
     if _NON_LATIN.search(turn_text):
         return False
-    words = predicate_words(text, user_name)
+    # a co-subject ("User and Kai had ...") is who the turn addresses, not what it states
+    body = _strip_subject(text, user_name)
+    co = _CO_SUBJECT.match(body) if body != text.strip() else None
+    words = predicate_words(body[co.end():] if co else text, user_name)
     clause, _ = _best_clause(words, turn_text) if words else (None, 0)
     if clause is None:
         return False

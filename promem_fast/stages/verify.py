@@ -59,7 +59,7 @@ UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
 ASKED_REASON = "asked of the other speaker, not stated by the user"
 WISHED_REASON = "a wish of the user's stated as a fact"
-NOT_SELF_REASON = "re-read fact from a sentence said to the other side (advice, praise or a question)"
+NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
@@ -307,19 +307,14 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
             WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON)
 
 
-def _reread(entry) -> bool:
-    """The entry was recovered by CC (an event or a turn read again)."""
-    return entry.status == "recovered"
-
-
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
-                  other_turns: list[str], reread: bool = False) -> Optional[str]:
+                  other_turns: list[str]) -> Optional[str]:
     """Why ``text`` (an entry or atomic fact) is not a user fact stated by ``turn`` (a user
     turn), or None when it may go on to NLI (:mod:`.screen`). ``others``: names of the other
     speakers; ``other_turns``: their turn texts (for the support of assistant words).
-    ``reread``: the entry was recovered by CC (an event or a turn read again), so its sentence
-    must not be one said to the other side (:func:`.screen.said_to_other`): such
-    re-reads turned advice and praise to the other side into user facts."""
+    The sentence that states ``text`` must not be one said to the other side
+    (:func:`.screen.said_to_other`): re-reads, and drafts read one by one, turned advice
+    and praise to the other side ("You'll be an awesome mom!") into user facts."""
     name = state.user_name
     previous = _previous_other(state, turn)
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
@@ -351,7 +346,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return KIND_REASON
     if screen.placeholder_object(text, name, turn.content):
         return PLACEHOLDER_REASON
-    if reread and screen.said_to_other(text, name, turn.content):
+    if screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
 
@@ -409,7 +404,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         for i in checkable:
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
-            why = screen_reason(state, e.text, premise_turn[i], others, other_turns, _reread(e))
+            why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
             grounded_user = turn_by_id[e.ground_turn_id].role == "user"
             if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
@@ -472,7 +467,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     if p.screen_entries:
         for i in failed:
             for k, f in enumerate(facts[i]):
-                why = screen_reason(state, f, premise_turn[i], others, other_turns, _reread(state.entries[i]))
+                why = screen_reason(state, f, premise_turn[i], others, other_turns)
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
@@ -505,7 +500,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         if has_text(revised) and copies_dialogue_line(revised):
             why = LINE_COPY_REASON  # format, not content: checked first, with or without the screen
         else:
-            why = (screen_reason(state, revised, premise_turn[i], others, other_turns, _reread(state.entries[i]))
+            why = (screen_reason(state, revised, premise_turn[i], others, other_turns)
                    if p.screen_entries and has_text(revised) else None)
         if why and ruling["action"] == "REVISE":
             a.action = "discarded"
