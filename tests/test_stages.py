@@ -755,3 +755,29 @@ def test_a_fact_that_copies_the_prompts_template_slot_is_discarded():
     assert [t for t, _ in parse_facts(state, items, ["t1"], "events")] == [
         "Nora adopted a cat.", "Nora's tag line is <cat lady>."]
     assert [(d.text, d.reason) for d in state.discarded] == [("Nora <did what> ...", TEMPLATE_REASON)]
+
+
+def test_a_half_translated_fact_is_discarded_and_a_word_the_turns_say_is_kept():
+    from promem_fast.prompts.common import dialogue_block
+    from promem_fast.schema import Session, Turn
+    from promem_fast.stages.extract import MIXED_SCRIPT_REASON, parse_facts
+    from promem_fast.stages.state import PipelineState
+
+    turns = [Turn(turn_id="t1", role="user", content="I rely on supportive friends in Zürich."),
+             Turn(turn_id="t2", role="assistant", content="That is lovely!"),
+             Turn(turn_id="t3", role="user", content="My cat is called 小虎."),
+             Turn(turn_id="t4", role="user", content="Мой брат живёт в Москве.")]
+    s = Session(session_id="x", user_name="Nora", turns=turns)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    items = [{"fact": "Nora relies on supportive朋友.", "turns": ["t1"]},      # CJK on a Latin turn
+             {"fact": "Nora's cat 小虎 likes Zürich.", "turns": ["t1"]},        # a name another turn says
+             {"fact": "Nora's cat is called 小虎.", "turns": ["t3"]},
+             {"fact": "Nora's brother lives in Москва.", "turns": ["t4"]},      # the turn's own script
+             {"fact": "Nora's brother lives in Москва.", "turns": ["t1"]},      # said by t4, pairs match
+             {"fact": "Nora's brother visits Київ.", "turns": ["t1"]},          # no turn says it
+             {"fact": "Nora relies on supportive friends in Zürich.", "turns": ["t1"]}]  # Latin letters
+    assert [t for t, _ in parse_facts(state, items, ["t1", "t3", "t4"], "recover")] == [
+        "Nora's cat 小虎 likes Zürich.", "Nora's cat is called 小虎.", "Nora's brother lives in Москва.",
+        "Nora's brother lives in Москва.", "Nora relies on supportive friends in Zürich."]
+    assert [(d.text, d.reason) for d in state.discarded] == [
+        ("Nora relies on supportive朋友.", MIXED_SCRIPT_REASON), ("Nora's brother visits Київ.", MIXED_SCRIPT_REASON)]

@@ -18,7 +18,7 @@ from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
 from ..schema import Turn
 from . import screen
-from .extract import content_words, parse_facts, word_in
+from .extract import PAIR_SHARE, content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
 
 logger = logging.getLogger(__name__)
@@ -62,10 +62,6 @@ REPEAT_SHARE = 0.8
 STAGE = "recover"
 # a re-read fact naming the other speaker was about the exchange with them
 OTHER_NAMED_REASON = "re-read fact that names the other speaker: about the exchange, not the user's own life"
-
-
-# Non-ASCII words (CJK runs have no spaces) count as present when half their character pairs are.
-PAIR_SHARE = 0.5
 
 
 def _states_all(words: list[str], text_lower: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import unicodedata
 from typing import Any, Mapping, Optional, Sequence
 
 from ..context import SessionContext
@@ -38,6 +39,10 @@ LINE_COPY_REASON = "copy of a dialogue line (holds its speaker label), not a fac
 # back as if it were the fact; the 1.5B model copies whatever a prompt shows
 _TEMPLATE_SLOT = re.compile(r"<[a-z][a-z ]{0,24}>")
 TEMPLATE_REASON = "copy of the prompt's sentence template, not a fact"
+# Letters outside the Latin script ("朋友" in "supportive朋友"): where no turn says them, the
+# 1.5B model translated part of a fact into another language (seen on English HaluMem turns).
+_NON_LATIN_LETTERS = re.compile(r"[^\W\d_\u0000-\u024f\u1e00-\u1eff]+")
+MIXED_SCRIPT_REASON = "holds words in a script its turns do not use (half-translated), not the turn's language"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -118,6 +123,11 @@ def content_words(text: str) -> list[str]:
             if not w.isascii() or (w not in _FILLER_WORDS and (len(w) >= 3 or w.isdigit()))]
 
 
+# Non-ASCII words (CJK runs have no spaces) count as present when this share of their
+# character pairs occurs (the value the screen and the completeness check pass to word_in).
+PAIR_SHARE = 0.5
+
+
 def word_in(word: str, text_lower: str, *, pair_share: float = 0.0) -> bool:
     """One content word (from :func:`content_words`) occurs in ``text_lower``.
 
@@ -159,9 +169,12 @@ def parse_facts(
 ) -> list[tuple[str, list[str]]]:
     """``[{"fact", "turns"}]`` -> [(clean text, valid turn ids)]; empty texts are skipped and
     copies of dialogue lines (first person, or with the line's speaker label) or of a prompt's
-    template slot ("<did what>", unless a turn says it) discarded (both logged); a
+    template slot ("<did what>", unless a turn says it) and facts with a non-Latin word in a
+    script that none of their turns uses and that no turn or speaker name says (half its
+    character pairs; "supportive朋友" on an English turn) are discarded (all logged); a
     third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
     out = []
+    said = None  # the session's text, lower-cased, read once a fact has non-Latin letters
     for it in items:
         text = clean_text(it.get("fact", ""), state.user_name)
         if not has_text(text):
@@ -178,12 +191,31 @@ def parse_facts(
         if fixed is None:
             state.discard(text, where, FIRST_PERSON_REASON)
             continue
+        ids = state.valid_ids(it.get("turns", []), allowed, where)
+        foreign = _NON_LATIN_LETTERS.findall(text)
+        if foreign:
+            if said is None:
+                said = "\n".join([state.user_name, *state.other_speakers, *(t.content for t in state.session.turns)]).lower()
+            cited = [state.session.turn(t).content for t in ids] or [t.content for t in state.session.turns]
+            if any(_script(w) not in _scripts(cited) and not word_in(w.lower(), said, pair_share=PAIR_SHARE)
+                   for w in foreign):
+                state.discard(text, where, MIXED_SCRIPT_REASON)
+                continue
         if fixed != text:
             logger.info("session %s: %s: first-person words of %r written in the third person",
                         state.session.session_id, where, text[:120])
             text = fixed
-        out.append((text, state.valid_ids(it.get("turns", []), allowed, where)))
+        out.append((text, ids))
     return out
+
+
+def _script(word: str) -> str:
+    """Script of a word's first letter by its Unicode name ("CJK", "CYRILLIC", "HIRAGANA")."""
+    return unicodedata.name(word[0], "?").split()[0]
+
+
+def _scripts(texts: Sequence[str]) -> set[str]:
+    return {_script(w) for t in texts for w in _NON_LATIN_LETTERS.findall(t)}
 
 
 def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:
