@@ -435,6 +435,18 @@ async def test_a_compound_entry_keeps_the_users_clause_of_a_wrong_person_one():
         "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
 
 
+async def test_a_compound_entry_keeps_the_users_clause_of_one_said_to_the_other_side():
+    from promem_fast.stages.verify import NOT_SELF_REASON
+
+    rows = [("u1", "user", "So excited about your move to Lyon! I ran a charity race for the shelter on Saturday.")]
+    state = await verified_one(
+        rows, "Nora is excited about the move to Lyon and ran a charity race for the shelter.",
+        ["Nora is excited about the move to Lyon.", "Nora ran a charity race for the shelter."])
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora ran a charity race for the shelter."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Nora is excited about the move to Lyon.": "atomic fact: " + NOT_SELF_REASON}
+
+
 async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses():
     entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
     state = await verified_one(COACH, entry, [entry])
