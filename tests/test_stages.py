@@ -653,6 +653,8 @@ def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
     assert third_person("The stories were so inspiring! I was so happy.", name) is None
     assert third_person("Sarahs friend said I am late.", name) is None
     assert third_person("Sarah went hiking and we had fun.", name) is None
+    assert third_person("Relaxing and expressing ourselves is key for Sarah.", name) is None
+    assert third_person("Sarah says the garden is ours.", name) is None
     assert third_person("Me and Sarah went out.", name) is None
 
 

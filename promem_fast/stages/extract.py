@@ -28,7 +28,7 @@ _EVENT_ID = re.compile(r"^\s*e?\s*(\d+)\s*$", re.I)
 # An English fact in the first person is a copied dialogue line (seen with the 1.5B model:
 # "The stories were so inspiring! I was so happy"), not a third-person fact about the user.
 # Case-sensitive so "US" (the country) is not "us".
-_PLURAL_FORMS = r"[Ww]e|[Ww]e're|[Oo]ur|[Uu]s"
+_PLURAL_FORMS = r"[Ww]e|[Ww]e're|[Oo]ur|[Oo]urs|[Oo]urselves|[Uu]s"
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I’m|I'd|I've|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|" + _PLURAL_FORMS + r")\b")
 FIRST_PERSON_REASON = "first-person copy of a dialogue line, not a third-person fact"
 # "Sarah (user): ..." is the speaker label of a dialogue line (prompts/common.speaker_label):
@@ -71,7 +71,7 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     pronoun slip when "I / me / my" occur later (the 1.5B model writes "Sarah dislikes energy
     drinks, because they make me feel jittery"): "me" -> "Sarah", "my" -> "Sarah's",
     "I'm" -> "Sarah is". Any other fact with a first-person word, and any fact with a plural
-    one ("we", "our", "us": who else is meant is unknown), is a copy: None.
+    one ("we", "our", "ours", "ourselves", "us": who else is meant is unknown), is a copy: None.
     """
     if not _FIRST_PERSON.search(text):
         return text
