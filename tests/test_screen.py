@@ -390,11 +390,14 @@ def test_sign_offs_and_praise_of_the_other_speaker_are_filler(text, filler):
 @pytest.mark.parametrize("text, filler", [
     ("Nora thanked the other person for the salsa class they taught.", True),
     ("Nora wants to share her favourite tea with the user.", True),
-    ("Nora asked the assistant about ferries to Lyon.", True),
     ("Nora told the other speaker that she moved.", True),
+    ("Nora told the user yesterday about her cat.", True),
     # compound nouns and other sides are not parties of the chat
     ("Nora leads the user research team at Spotify.", False),
-    ("Nora hired the assistant manager Paul.", False),
+    ("Nora is the user of a Pixel 8.", False),
+    # what the user wants of the assistant is a preference worth keeping
+    ("Nora wants the assistant to reply in French.", False),
+    ("Nora works as the assistant to the director.", False),
     ("Nora's office moved to the other side of town.", False),
     ("Nora has a user-friendly website for her bakery.", False),
 ])
@@ -445,6 +448,15 @@ async def test_a_compound_entry_keeps_the_users_clause_of_one_said_to_the_other_
     assert [state.entries[i].text for i in state.live_entries()] == ["Nora ran a charity race for the shelter."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora is excited about the move to Lyon.": "atomic fact: " + NOT_SELF_REASON}
+
+
+async def test_an_entry_half_in_another_script_is_rejected_by_the_screen():
+    from promem_fast.stages.extract import MIXED_SCRIPT_REASON
+
+    rows = [("u1", "user", "I stay stable with supportive friends and family.")]
+    state = await verified_one(rows, "Nora stays stable with supportive朋友 and family.", [])
+    assert state.live_entries() == []
+    assert [d.reason for d in state.discarded] == [MIXED_SCRIPT_REASON]
 
 
 async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses():

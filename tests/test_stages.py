@@ -783,3 +783,15 @@ def test_a_half_translated_fact_is_discarded_and_a_word_the_turns_say_is_kept():
         "Nora's brother lives in Москва.", "Nora relies on supportive friends in Zürich."]
     assert [(d.text, d.reason) for d in state.discarded] == [
         ("Nora relies on supportive朋友.", MIXED_SCRIPT_REASON), ("Nora's brother visits Київ.", MIXED_SCRIPT_REASON)]
+
+    # a Japanese turn mixes kanji, hiragana and katakana: one script group, so its facts stay
+    ja = Session(session_id="ja", user_name="ユミ", turns=[
+        Turn(turn_id="t1", role="user", content="昨日、東京で友達と映画を見ました。"),
+        Turn(turn_id="t2", role="user", content="I watched a film in Tokyo.")])
+    state = PipelineState.create(ja, "ユミ", dialogue_block(ja, "ユミ"))
+    items = [{"fact": "ユミは昨日友人と東京で映画鑑賞をした。", "turns": ["t1"]},
+             {"fact": "ユミ watched a film in Tokyo with 友人.", "turns": ["t2"]},   # not in t2's script
+             {"fact": "ユミ visited Hawaiʻi and takes B₁₂.", "turns": ["t2"]}]       # the name is the user's
+    assert [t for t, _ in parse_facts(state, items, ["t1", "t2"], "recover")] == [
+        "ユミは昨日友人と東京で映画鑑賞をした。", "ユミ visited Hawaiʻi and takes B₁₂."]
+    assert [d.text for d in state.discarded] == ["ユミ watched a film in Tokyo with 友人."]

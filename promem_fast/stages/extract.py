@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 from ..context import SessionContext
 from ..prompts.common import dialogue_block
 from ..prompts.extract import details_request, draft_request, events_request, relations_request
+from ..schema import Turn
 from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,12 @@ _TEMPLATE_SLOT = re.compile(r"<[a-z][a-z ]{0,24}>")
 TEMPLATE_REASON = "copy of the prompt's sentence template, not a fact"
 # Letters outside the Latin script ("朋友" in "supportive朋友"): where no turn says them, the
 # 1.5B model translated part of a fact into another language (seen on English HaluMem turns).
+# Candidates by regex, then only letters (not modifier letters such as the ʻokina, nor
+# subscript digits) count; Chinese, Japanese and Korean scripts are one group (a Japanese
+# sentence mixes kanji, hiragana and katakana).
 _NON_LATIN_LETTERS = re.compile(r"[^\W\d_\u0000-\u024f\u1e00-\u1eff]+")
+_LETTER = frozenset("Lu Ll Lt Lo".split())
+_CJK_GROUP = frozenset("CJK HIRAGANA KATAKANA KATAKANA-HIRAGANA HANGUL HALFWIDTH FULLWIDTH IDEOGRAPHIC".split())
 MIXED_SCRIPT_REASON = "holds words in a script its turns do not use (half-translated), not the turn's language"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
@@ -174,7 +180,6 @@ def parse_facts(
     character pairs; "supportive朋友" on an English turn) are discarded (all logged); a
     third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
     out = []
-    said = None  # the session's text, lower-cased, read once a fact has non-Latin letters
     for it in items:
         text = clean_text(it.get("fact", ""), state.user_name)
         if not has_text(text):
@@ -192,15 +197,9 @@ def parse_facts(
             state.discard(text, where, FIRST_PERSON_REASON)
             continue
         ids = state.valid_ids(it.get("turns", []), allowed, where)
-        foreign = _NON_LATIN_LETTERS.findall(text)
-        if foreign:
-            if said is None:
-                said = "\n".join([state.user_name, *state.other_speakers, *(t.content for t in state.session.turns)]).lower()
-            cited = [state.session.turn(t).content for t in ids] or [t.content for t in state.session.turns]
-            if any(_script(w) not in _scripts(cited) and not word_in(w.lower(), said, pair_share=PAIR_SHARE)
-                   for w in foreign):
-                state.discard(text, where, MIXED_SCRIPT_REASON)
-                continue
+        if half_translated(state, text, [state.session.turn(t) for t in ids] or state.session.turns):
+            state.discard(text, where, MIXED_SCRIPT_REASON)
+            continue
         if fixed != text:
             logger.info("session %s: %s: first-person words of %r written in the third person",
                         state.session.session_id, where, text[:120])
@@ -209,13 +208,39 @@ def parse_facts(
     return out
 
 
-def _script(word: str) -> str:
-    """Script of a word's first letter by its Unicode name ("CJK", "CYRILLIC", "HIRAGANA")."""
-    return unicodedata.name(word[0], "?").split()[0]
+def half_translated(state: PipelineState, text: str, turns: Sequence[Turn]) -> bool:
+    """``text`` (a fact) holds a word of letters in a script that none of ``turns`` (the
+    turns it comes from) uses and that no turn of the session or speaker name says (half
+    its character pairs): "surrounding herself with supportive朋友" on an English turn.
+    Chinese, Japanese and Korean letters are one script."""
+    foreign = _foreign_words(text)
+    if not foreign:
+        return False
+    cited = _scripts([t.content for t in turns])
+    said = "\n".join([state.user_name, *state.other_speakers, *(t.content for t in state.session.turns)]).lower()
+    return any(not (_scripts([w]) <= cited) and not word_in(w.lower(), said, pair_share=PAIR_SHARE) for w in foreign)
+
+
+def _foreign_words(text: str) -> list[str]:
+    """Runs of letters outside the Latin script in ``text`` ("朋友", "Москва")."""
+    out = []
+    for run in _NON_LATIN_LETTERS.findall(text):
+        word = "".join(c for c in run if unicodedata.category(c) in _LETTER)
+        if word:
+            out.append(word)
+    return out
+
+
+def _script(letter: str) -> str:
+    """Script of one letter by its Unicode name ("CYRILLIC", "GREEK"); "CJK" for Chinese,
+    Japanese and Korean letters."""
+    head = unicodedata.name(letter, "?").split()[0]
+    return "CJK" if head in _CJK_GROUP else head
 
 
 def _scripts(texts: Sequence[str]) -> set[str]:
-    return {_script(w) for t in texts for w in _NON_LATIN_LETTERS.findall(t)}
+    """Scripts of the non-Latin letters of ``texts``."""
+    return {_script(c) for t in texts for w in _foreign_words(t) for c in w}
 
 
 def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:

@@ -83,9 +83,11 @@ _ACT_START = re.compile(
 _SPECIFIC = re.compile(r"\d|[^\x00-\x7f]")
 # A party of the chat named by its role ("thanked the other person", "shares it with the
 # user"): the entry is about the exchange, and a later question cannot resolve who that is.
-# Not a compound noun: "the user research team", "the assistant manager".
-_ROLE_REF = re.compile(r"\bthe (?:other (?:person|speaker)|user|assistant)\b(?!-|\s+(?!(?:for|with|about|to|and|or|that|"
-                       r"who|in|on|at|of|by|from|is|was|has|had|will|would|can|could|did|does)\b)[a-z])", re.I)
+# Not a compound noun ("the user research team"). "The assistant" is left out: what a user
+# wants of the assistant ("wants the assistant to reply in French") is worth keeping.
+_ROLE_REF = re.compile(r"\bthe (?:other (?:person|speaker)|user)\b(?!-|\s+(?!(?:for|with|about|to|and|or|that|who|"
+                       r"in|on|at|by|from|is|was|has|had|will|would|can|could|did|does|yesterday|today|again|too|also|"
+                       r"before|after|when|because|while|since|now|later|earlier|so|as|if|but)\b)[a-z])", re.I)
 # where a dialogue act's purpose begins ("shared X so that ...", "... in order to ...")
 _PURPOSE = re.compile(r",?\s+(?:so(?:\s+that)?|in order to|to help|because|since)\s", re.I)
 
@@ -492,7 +494,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
     go!'"); or its subject is something said ("Jon's statement is about ...") or it says
     what the dialogue mentions ("her friends are mentioned in the turn"); or it names a
-    party of the chat by role ("thanked the other person", "told the user"); or it is a short
+    party of the chat by role ("thanked the other person", "told the user", not "the
+    user research team" nor "the assistant"); or it is a short
     claim about an unnamed "it"
     (:func:`_vague`). Numbers and non-ASCII words always count as content."""
     body = _strip_subject(text, user_name)

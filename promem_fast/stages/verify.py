@@ -45,7 +45,7 @@ from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from ..structured import StructuredOutputError
 from . import screen
-from .extract import LINE_COPY_REASON, copies_dialogue_line
+from .extract import LINE_COPY_REASON, MIXED_SCRIPT_REASON, copies_dialogue_line, half_translated
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 
@@ -315,9 +315,13 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     speakers; ``other_turns``: their turn texts (for the support of assistant words).
     The sentence that states ``text`` must not be one said to the other side
     (:func:`.screen.said_to_other`): re-reads, and drafts read one by one, turned advice
-    and praise to the other side ("You'll be an awesome mom!") into user facts."""
+    and praise to the other side ("You'll be an awesome mom!") into user facts. An
+    adjudicator's revision or atomic fact half in another script is rejected as
+    :func:`.extract.parse_facts` rejects extracted facts (:func:`.extract.half_translated`)."""
     name = state.user_name
     previous = _previous_other(state, turn)
+    if half_translated(state, text, [turn]):  # an adjudicator's revision or an atomic fact
+        return MIXED_SCRIPT_REASON
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
         return FILLER_REASON
     if screen.about_other_speaker(text, others):
