@@ -759,6 +759,38 @@ def test_a_fact_that_copies_the_prompts_template_slot_is_discarded():
     assert [(d.text, d.reason) for d in state.discarded] == [("Nora <did what> ...", TEMPLATE_REASON)]
 
 
+def test_a_fact_cut_off_at_the_length_cap_keeps_only_its_complete_part():
+    from promem_fast.prompts.common import FACT_CHARS, dialogue_block
+    from promem_fast.schema import Session, Turn
+    from promem_fast.stages.extract import CUT_OFF_REASON, complete_part, parse_facts
+    from promem_fast.stages.state import PipelineState
+
+    turns = [Turn(turn_id="t1", role="user", content="I work at Oracle as a manager and save a lot.")]
+    s = Session(session_id="x", user_name="Nora", turns=turns)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+
+    def capped(text):  # what constrained decoding leaves of a longer answer
+        return (text + " " + "x" * FACT_CHARS)[:FACT_CHARS]
+
+    two = capped("Nora is a manager at Oracle with $139,000 in savings, which gives her security. "
+                 "Her career has been fulfilling, and she is proud of")
+    clauses = capped("Nora is a manager at Oracle who saves part of her salary every month at 3.5 percent "
+                     "interest in a fund her bank offers to staff, plans to retire at sixty in Lisbon with "
+                     "her husband and their two dogs, and will buy a flat near the river with a garden")
+    assert [t for t, _ in parse_facts(state, [{"fact": two, "turns": ["t1"]}, {"fact": clauses, "turns": ["t1"]},
+                                              {"fact": capped("Nora " + "manages " * 40), "turns": ["t1"]},
+                                              {"fact": "Nora is a manager at Oracle", "turns": ["t1"]}],
+                                      ["t1"], "draft")] == [
+        "Nora is a manager at Oracle with $139,000 in savings, which gives her security.",
+        "Nora is a manager at Oracle who saves part of her salary every month at 3.5 percent interest in a fund her "
+        "bank offers to staff, plans to retire at sixty in Lisbon with her husband and their two dogs.",
+        "Nora is a manager at Oracle"]  # short: not cut off, kept as written
+    assert [d.reason for d in state.discarded] == [CUT_OFF_REASON]
+    assert complete_part("Nora moved to Oslo.") == "Nora moved to Oslo."
+    assert complete_part("Nora moved to Oslo, and then") == "Nora moved to Oslo."
+    assert complete_part("Nora, who moved to Oslo in May and then to Bergen in June with") is None  # under half
+
+
 def test_a_half_translated_fact_is_discarded_and_a_word_the_turns_say_is_kept():
     from promem_fast.prompts.common import dialogue_block
     from promem_fast.schema import Session, Turn

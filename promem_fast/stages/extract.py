@@ -18,7 +18,7 @@ import unicodedata
 from typing import Any, Mapping, Optional, Sequence
 
 from ..context import SessionContext
-from ..prompts.common import dialogue_block
+from ..prompts.common import FACT_CHARS, dialogue_block
 from ..prompts.extract import details_request, draft_request, events_request, relations_request
 from ..schema import Turn
 from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
@@ -49,6 +49,11 @@ _NON_LATIN_LETTERS = re.compile(r"[^\W\d_\u0000-\u024f\u1e00-\u1eff]+")
 _LETTER = frozenset("Lu Ll Lt Lo".split())
 _CJK_GROUP = frozenset("CJK HIRAGANA KATAKANA KATAKANA-HIRAGANA HANGUL HALFWIDTH FULLWIDTH IDEOGRAPHIC".split())
 MIXED_SCRIPT_REASON = "holds words in a script its turns do not use (half-translated), not the turn's language"
+# A fact as long as the schema allows (prompts/common.FACT_CHARS) was cut off by constrained
+# decoding mid-sentence ("... and she is proud of,"): it keeps its complete sentences.
+_SENTENCE_STOP = re.compile(r"[.!?。！？](?=\s|$)")
+_CLAUSE_STOP = re.compile(r"[,;，；]\s")
+CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence or clause: a partial output"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -177,14 +182,26 @@ def parse_facts(
     copies of dialogue lines (first person, or with the line's speaker label) or of a prompt's
     template slot ("<did what>", unless a turn says it) and facts with a non-Latin word in a
     script that none of their turns uses and that no turn or speaker name says (half its
-    character pairs; "supportive朋友" on an English turn) are discarded (all logged); a
-    third-person fact with a stray "me" / "my" is rewritten by :func:`third_person`."""
+    character pairs; "supportive朋友" on an English turn) are discarded (all logged); a fact
+    as long as the schema's cap (``FACT_CHARS``), cut off mid-sentence, keeps its complete
+    part (:func:`complete_part`) or is discarded; a third-person fact with a stray "me" /
+    "my" is rewritten by :func:`third_person`."""
     out = []
     for it in items:
-        text = clean_text(it.get("fact", ""), state.user_name)
+        raw = str(it.get("fact", ""))
+        text = clean_text(raw, state.user_name)
         if not has_text(text):
             logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
             continue
+        if len(raw) >= FACT_CHARS:
+            whole = complete_part(text)
+            if whole is None:
+                state.discard(text, where, CUT_OFF_REASON)
+                continue
+            if whole != text:
+                logger.info("session %s: %s: a fact cut off at %d characters keeps its complete part: %r",
+                            state.session.session_id, where, FACT_CHARS, whole[-80:])
+                text = whole
         if copies_dialogue_line(text):
             state.discard(text, where, LINE_COPY_REASON)
             continue
@@ -206,6 +223,24 @@ def parse_facts(
             text = fixed
         out.append((text, ids))
     return out
+
+
+def complete_part(text: str) -> Optional[str]:
+    """What stays of a fact cut off mid-sentence (at the schema's length cap): up to its last
+    sentence end ("... financial security. Her career has been fulfilling, and she is proud
+    of," -> "... financial security."), else up to its last clause break when that keeps at
+    least half of it, with a full stop; None when neither exists. A text that ends a
+    sentence comes back unchanged."""
+    t = text.rstrip()
+    if _SENTENCE_STOP.search(t[-1:] or " "):
+        return t
+    ends = [m.end() for m in _SENTENCE_STOP.finditer(t)]
+    if ends:
+        return t[: ends[-1]]
+    breaks = [m.start() for m in _CLAUSE_STOP.finditer(t) if m.start() >= len(t) / 2]
+    if breaks:
+        return t[: breaks[-1]].rstrip() + "."
+    return None
 
 
 def half_translated(state: PipelineState, text: str, turns: Sequence[Turn]) -> bool:
