@@ -762,33 +762,36 @@ def test_a_fact_that_copies_the_prompts_template_slot_is_discarded():
 def test_a_fact_cut_off_at_the_length_cap_keeps_only_its_complete_part():
     from promem_fast.prompts.common import FACT_CHARS, dialogue_block
     from promem_fast.schema import Session, Turn
-    from promem_fast.stages.extract import CUT_OFF_REASON, complete_part, parse_facts
+    from promem_fast.stages.extract import CUT_OFF_REASON, complete_part, parse_facts, uncut
     from promem_fast.stages.state import PipelineState
 
     turns = [Turn(turn_id="t1", role="user", content="I work at Oracle as a manager and save a lot.")]
     s = Session(session_id="x", user_name="Nora", turns=turns)
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-
-    def capped(text):  # what constrained decoding leaves of a longer answer
-        return (text + " " + "x" * FACT_CHARS)[:FACT_CHARS]
-
-    two = capped("Nora is a manager at Oracle with $139,000 in savings, which gives her security. "
-                 "Her career has been fulfilling, and she is proud of")
-    clauses = capped("Nora is a manager at Oracle who saves part of her salary every month at 3.5 percent "
-                     "interest in a fund her bank offers to staff, plans to retire at sixty in Lisbon with "
-                     "her husband and their two dogs, and will buy a flat near the river with a garden")
+    two = ("Nora is a manager at Oracle with $139,000 in savings at 3.5 percent, which gives her a sense of "
+           "financial security. Her career at the firm has been fulfilling for many years now, and she is "
+           "proud of the team she built in Austin and of the office she runs in")[:FACT_CHARS]
+    clauses = ("Nora is a manager at Oracle who saves part of her salary every month in a fund her bank offers, "
+               "plans to retire at sixty in Lisbon with her husband and their two dogs, and will buy a flat near "
+               "the river with a garden and a view of the old town bridges")[:FACT_CHARS]
+    assert len(two) == len(clauses) == FACT_CHARS  # as constrained decoding leaves them
     assert [t for t, _ in parse_facts(state, [{"fact": two, "turns": ["t1"]}, {"fact": clauses, "turns": ["t1"]},
-                                              {"fact": capped("Nora " + "manages " * 40), "turns": ["t1"]},
                                               {"fact": "Nora is a manager at Oracle", "turns": ["t1"]}],
                                       ["t1"], "draft")] == [
-        "Nora is a manager at Oracle with $139,000 in savings, which gives her security.",
-        "Nora is a manager at Oracle who saves part of her salary every month at 3.5 percent interest in a fund her "
-        "bank offers to staff, plans to retire at sixty in Lisbon with her husband and their two dogs.",
+        "Nora is a manager at Oracle with $139,000 in savings at 3.5 percent, which gives her a sense of "
+        "financial security.",
         "Nora is a manager at Oracle"]  # short: not cut off, kept as written
-    assert [d.reason for d in state.discarded] == [CUT_OFF_REASON]
+    assert [d.reason for d in state.discarded] == [CUT_OFF_REASON]  # no complete sentence: clauses are not kept
+    assert uncut("Nora moved", "Nora moved") == "Nora moved"
+    # sentence ends, not abbreviations, initials or ordinals; CJK stops; closing quotes stay
     assert complete_part("Nora moved to Oslo.") == "Nora moved to Oslo."
-    assert complete_part("Nora moved to Oslo, and then") == "Nora moved to Oslo."
-    assert complete_part("Nora, who moved to Oslo in May and then to Bergen in June with") is None  # under half
+    assert complete_part("Nora visited Dr. Smith at the clinic, and she") is None
+    assert complete_part("Nora loves books by J. K. Rowling. Her") == "Nora loves books by J. K. Rowling."
+    assert complete_part("Nora wakes at 7 a.m. every day. She runs") == "Nora wakes at 7 a.m. every day."
+    assert complete_part("Nora zieht am 3. Mai nach Berlin. Sie") == "Nora zieht am 3. Mai nach Berlin."
+    assert complete_part("ユミは東京に住んでいる。彼女は") == "ユミは東京に住んでいる。"
+    assert complete_part('Nora said "I love Paris." Her husband') == 'Nora said "I love Paris."'
+    assert complete_part("Because Nora lost her job in May, she") is None
 
 
 def test_a_half_translated_fact_is_discarded_and_a_word_the_turns_say_is_kept():

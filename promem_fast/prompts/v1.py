@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..backends.base import LLMRequest
-from .common import id_list, session_messages
+from .common import FACT_CHARS, id_list, session_messages
 from .extract import _facts_schema, draft_request, facts_max_tokens
 
 EVIDENCE_MAX_TOKENS = 200
@@ -17,7 +17,7 @@ EVIDENCE_SCHEMA = {
         "question": {"type": "string", "maxLength": 200},
         "evidence_turn": {"anyOf": [{"type": "string", "maxLength": 40}, {"type": "null"}]},
         "supported": {"type": "boolean"},
-        "fact": {"anyOf": [{"type": "string", "maxLength": 240}, {"type": "null"}]},
+        "fact": {"anyOf": [{"type": "string", "maxLength": FACT_CHARS}, {"type": "null"}]},
     },
     "required": ["question", "evidence_turn", "supported", "fact"],
     "additionalProperties": False,

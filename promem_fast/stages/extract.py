@@ -50,10 +50,16 @@ _LETTER = frozenset("Lu Ll Lt Lo".split())
 _CJK_GROUP = frozenset("CJK HIRAGANA KATAKANA KATAKANA-HIRAGANA HANGUL HALFWIDTH FULLWIDTH IDEOGRAPHIC".split())
 MIXED_SCRIPT_REASON = "holds words in a script its turns do not use (half-translated), not the turn's language"
 # A fact as long as the schema allows (prompts/common.FACT_CHARS) was cut off by constrained
-# decoding mid-sentence ("... and she is proud of,"): it keeps its complete sentences.
-_SENTENCE_STOP = re.compile(r"[.!?。！？](?=\s|$)")
-_CLAUSE_STOP = re.compile(r"[,;，；]\s")
-CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence or clause: a partial output"
+# decoding mid-sentence ("... and she is proud of,"): it keeps its complete sentences. A
+# sentence ends at "." / "!" / "?" (closing quotes or brackets kept) before a capital or the
+# end, not after an abbreviation ("Dr.", "St.", "a.m.", "z. B."), an initial ("J. K.") or a
+# short number ("am 3. Mai"), or at "。" / "！" / "？".
+_SENTENCE_STOP = re.compile(r"(?:(?P<word>[\w.]*)[.!?]|[。！？])[\"'”’»)\]」』）]*(?=\s+[\"'“‘(¿¡]?[A-Z\u00c0-\u024f]|\s*$)|"
+                            r"[。！？][\"'”’»)\]」』）]*")
+_ABBREVIATIONS = frozenset("""
+dr mr mrs ms mx st jr sr prof vs etc e.g i.e a.m p.m no nr inc ltd co mt ft ca bzw usw z.b d.h u.a ggf
+""".split())
+CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence: a partial output"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -184,7 +190,7 @@ def parse_facts(
     script that none of their turns uses and that no turn or speaker name says (half its
     character pairs; "supportive朋友" on an English turn) are discarded (all logged); a fact
     as long as the schema's cap (``FACT_CHARS``), cut off mid-sentence, keeps its complete
-    part (:func:`complete_part`) or is discarded; a third-person fact with a stray "me" /
+    sentences (:func:`complete_part`) or is discarded; a third-person fact with a stray "me" /
     "my" is rewritten by :func:`third_person`."""
     out = []
     for it in items:
@@ -193,15 +199,14 @@ def parse_facts(
         if not has_text(text):
             logger.warning("session %s: %s: skipped empty fact %r", state.session.session_id, where, it)
             continue
-        if len(raw) >= FACT_CHARS:
-            whole = complete_part(text)
-            if whole is None:
-                state.discard(text, where, CUT_OFF_REASON)
-                continue
-            if whole != text:
-                logger.info("session %s: %s: a fact cut off at %d characters keeps its complete part: %r",
-                            state.session.session_id, where, FACT_CHARS, whole[-80:])
-                text = whole
+        whole = uncut(raw, text)
+        if whole is None:
+            state.discard(text, where, CUT_OFF_REASON)
+            continue
+        if whole != text:
+            logger.info("session %s: %s: a fact cut off at %d characters keeps its complete part: %r",
+                        state.session.session_id, where, FACT_CHARS, whole[-80:])
+            text = whole
         if copies_dialogue_line(text):
             state.discard(text, where, LINE_COPY_REASON)
             continue
@@ -226,21 +231,28 @@ def parse_facts(
 
 
 def complete_part(text: str) -> Optional[str]:
-    """What stays of a fact cut off mid-sentence (at the schema's length cap): up to its last
-    sentence end ("... financial security. Her career has been fulfilling, and she is proud
-    of," -> "... financial security."), else up to its last clause break when that keeps at
-    least half of it, with a full stop; None when neither exists. A text that ends a
-    sentence comes back unchanged."""
+    """What stays of a fact cut off mid-sentence (at the schema's length cap): its complete
+    sentences ("... financial security. Her career has been fulfilling, and she is proud
+    of," -> "... financial security."); None when it has none. A text that ends a sentence
+    comes back unchanged. Clauses are not kept: "Because she lost her job, she" would keep a
+    dependent clause alone."""
     t = text.rstrip()
-    if _SENTENCE_STOP.search(t[-1:] or " "):
-        return t
-    ends = [m.end() for m in _SENTENCE_STOP.finditer(t)]
-    if ends:
-        return t[: ends[-1]]
-    breaks = [m.start() for m in _CLAUSE_STOP.finditer(t) if m.start() >= len(t) / 2]
-    if breaks:
-        return t[: breaks[-1]].rstrip() + "."
-    return None
+    end = 0
+    for m in _SENTENCE_STOP.finditer(t):
+        word = (m.group("word") or "").lower().rstrip(".")
+        if m.group("word") is not None and (word in _ABBREVIATIONS or len(word) == 1
+                                            or (word.isdigit() and len(word) <= 2)):
+            continue
+        end = m.end()
+    return t[:end] if end else None
+
+
+def uncut(raw: str, text: str) -> Optional[str]:
+    """``text`` (``raw`` cleaned) as it may be stored: unchanged when ``raw`` is shorter than
+    the schema's cap (``FACT_CHARS``), else its complete part (:func:`complete_part`), None
+    when it has none. For every LLM string capped at ``FACT_CHARS``: extracted facts, atomic
+    facts, revisions, rewrites."""
+    return text if len(str(raw)) < FACT_CHARS else complete_part(text)
 
 
 def half_translated(state: PipelineState, text: str, turns: Sequence[Turn]) -> bool:
@@ -252,8 +264,11 @@ def half_translated(state: PipelineState, text: str, turns: Sequence[Turn]) -> b
     if not foreign:
         return False
     cited = _scripts([t.content for t in turns])
+    odd = [w for w in foreign if not _scripts([w]) <= cited]
+    if not odd:  # the usual case in a Chinese or Russian session: no need to read every turn
+        return False
     said = "\n".join([state.user_name, *state.other_speakers, *(t.content for t in state.session.turns)]).lower()
-    return any(not (_scripts([w]) <= cited) and not word_in(w.lower(), said, pair_share=PAIR_SHARE) for w in foreign)
+    return any(not word_in(w.lower(), said, pair_share=PAIR_SHARE) for w in odd)
 
 
 def _foreign_words(text: str) -> list[str]:

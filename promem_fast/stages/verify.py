@@ -45,7 +45,7 @@ from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from ..structured import StructuredOutputError
 from . import screen
-from .extract import LINE_COPY_REASON, MIXED_SCRIPT_REASON, copies_dialogue_line, half_translated
+from .extract import CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, copies_dialogue_line, half_translated, uncut
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 
@@ -320,7 +320,9 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     :func:`.extract.parse_facts` rejects extracted facts (:func:`.extract.half_translated`)."""
     name = state.user_name
     previous = _previous_other(state, turn)
-    if half_translated(state, text, [turn]):  # an adjudicator's revision or an atomic fact
+    # an adjudicator's revision or an atomic fact; against every turn, as for a fact that
+    # cites none (an entry may paraphrase another turn of a bilingual session)
+    if half_translated(state, text, state.session.turns):
         return MIXED_SCRIPT_REASON
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
         return FILLER_REASON
@@ -452,7 +454,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     for i, out in zip(to_split, decomp):
         fs, seen = [], set()
         for f in out[: p.max_atomic_facts]:
-            f = clean_text(f, name)
+            f = uncut(f, clean_text(f, name)) or ""  # an atomic fact cut off at the cap: dropped
             # the 1.5B decomposer often repeats the entry; a repeat is judged once
             if has_text(f) and norm_key(f) not in seen:
                 seen.add(norm_key(f))
@@ -499,10 +501,13 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
          for i, a in to_judge], "verify"
     )
     for (i, a), ruling in zip(to_judge, rulings):
-        revised = clean_text(ruling.get("revised_fact") or "", name)
+        raw = ruling.get("revised_fact") or ""
+        revised = clean_text(raw, name)
         # a revision must itself pass the screen against the premise (the adjudicator can
         # write what the turn never said)
-        if has_text(revised) and copies_dialogue_line(revised):
+        if has_text(revised) and uncut(raw, revised) is None:
+            why = CUT_OFF_REASON
+        elif has_text(revised) and copies_dialogue_line(revised):
             why = LINE_COPY_REASON  # format, not content: checked first, with or without the screen
         else:
             why = (screen_reason(state, revised, premise_turn[i], others, other_turns)
@@ -511,7 +516,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             a.action = "discarded"
             state.discard(revised, "verify", f"revision of {a.text!r}: {why}")
         elif ruling["action"] == "REVISE" and has_text(revised):
-            a.action, a.revised_text = "revised", revised
+            a.action, a.revised_text = "revised", uncut(raw, revised)
         else:
             a.action = "discarded"
             state.discard(
@@ -663,7 +668,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         logger.warning("session %s: entries kept in their language: %s", state.session.session_id, exc)
         return
     for (i, t, lang), out in zip(todo, outs):
-        new = clean_text(out, state.user_name) if isinstance(out, str) else ""
+        new = (uncut(out, clean_text(out, state.user_name)) or "") if isinstance(out, str) else ""
         if (has_text(new) and language_of(new) == lang
                 and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT
                 and _same_dates(new, t, state)):
