@@ -789,6 +789,7 @@ def test_a_fact_cut_off_at_the_length_cap_keeps_only_its_complete_part():
     assert complete_part("Nora loves books by J. K. Rowling. Her") == "Nora loves books by J. K. Rowling."
     assert complete_part("Nora wakes at 7 a.m. every day. She runs") == "Nora wakes at 7 a.m. every day."
     assert complete_part("Nora zieht am 3. Mai nach Berlin. Sie") == "Nora zieht am 3. Mai nach Berlin."
+    assert complete_part("Nora is 39. She moved to") == "Nora is 39."
     assert complete_part("ユミは東京に住んでいる。彼女は") == "ユミは東京に住んでいる。"
     assert complete_part('Nora said "I love Paris." Her husband') == 'Nora said "I love Paris."'
     assert complete_part("Because Nora lost her job in May, she") is None

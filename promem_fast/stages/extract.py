@@ -53,12 +53,14 @@ MIXED_SCRIPT_REASON = "holds words in a script its turns do not use (half-transl
 # decoding mid-sentence ("... and she is proud of,"): it keeps its complete sentences. A
 # sentence ends at "." / "!" / "?" (closing quotes or brackets kept) before a capital or the
 # end, not after an abbreviation ("Dr.", "St.", "a.m.", "z. B."), an initial ("J. K.") or a
-# short number ("am 3. Mai"), or at "。" / "！" / "？".
+# day before a month ("am 3. Mai"), or at "。" / "！" / "？".
 _SENTENCE_STOP = re.compile(r"(?:(?P<word>[\w.]*)[.!?]|[。！？])[\"'”’»)\]」』）]*(?=\s+[\"'“‘(¿¡]?[A-Z\u00c0-\u024f]|\s*$)|"
                             r"[。！？][\"'”’»)\]」』）]*")
 _ABBREVIATIONS = frozenset("""
 dr mr mrs ms mx st jr sr prof vs etc e.g i.e a.m p.m no nr inc ltd co mt ft ca bzw usw z.b d.h u.a ggf
 """.split())
+# a day number before a month is an ordinal ("am 3. Mai"), not a sentence end ("She is 39. Her")
+_MONTH_NEXT = re.compile(r"\s+(?:jan|feb|m[aä]r|apr|ma[iy]|jun|jul|aug|sep|o[ck]t|nov|de[cz])", re.I)
 CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence: a partial output"
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
@@ -240,8 +242,8 @@ def complete_part(text: str) -> Optional[str]:
     end = 0
     for m in _SENTENCE_STOP.finditer(t):
         word = (m.group("word") or "").lower().rstrip(".")
-        if m.group("word") is not None and (word in _ABBREVIATIONS or len(word) == 1
-                                            or (word.isdigit() and len(word) <= 2)):
+        if m.group("word") is not None and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+                                            or (word.isdigit() and len(word) <= 2 and _MONTH_NEXT.match(t, m.end()))):
             continue
         end = m.end()
     return t[:end] if end else None
