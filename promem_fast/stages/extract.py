@@ -257,6 +257,12 @@ def uncut(raw: str, text: str) -> Optional[str]:
     return text if len(str(raw)) < FACT_CHARS else complete_part(text)
 
 
+def clean_uncut(raw: str, user_name: str) -> str:
+    """``raw`` (an LLM string capped at ``FACT_CHARS``) cleaned (:func:`~.state.clean_text`)
+    as it may be stored (:func:`uncut`); "" when it was cut off with no complete sentence."""
+    return uncut(raw, clean_text(raw, user_name)) or ""
+
+
 def half_translated(state: PipelineState, text: str, turns: Sequence[Turn]) -> bool:
     """``text`` (a fact) holds a word of letters in a script that none of ``turns`` (the
     turns it comes from) uses and that no turn of the session or speaker name says (half
@@ -292,7 +298,13 @@ def _script(letter: str) -> str:
 
 def _scripts(texts: Sequence[str]) -> set[str]:
     """Scripts of the non-Latin letters of ``texts``."""
-    return {_script(c) for t in texts for w in _foreign_words(t) for c in w}
+    return set().union(*(_text_scripts(t) for t in texts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_scripts(text: str) -> frozenset[str]:
+    # cached: the screen asks for the scripts of every turn of a session once per entry
+    return frozenset(_script(c) for w in _foreign_words(text) for c in w)
 
 
 def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:

@@ -18,7 +18,7 @@ import logging
 
 from ..context import SessionContext
 from ..prompts.v1 import evidence_request, initial_request, supplement_request
-from .extract import add_entries, parse_facts, uncut
+from .extract import add_entries, clean_uncut, parse_facts
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 from .verify import ground_entries
@@ -71,8 +71,7 @@ async def evidence_verification(ctx: SessionContext, state: PipelineState) -> No
                 e.source_turn_ids.append(tid)
         elif tid:
             logger.warning("session %s: evidence: dropped turn id %r (not a turn)", state.session.session_id, tid)
-        raw = out.get("fact") or ""
-        new = uncut(raw, clean_text(raw, state.user_name)) or ""  # cut off at the cap: the entry stays
+        new = clean_uncut(out.get("fact") or "", state.user_name)  # cut off at the cap: the entry stays
         if has_text(new) and norm_key(new) != norm_key(e.text):
             e.original_text, e.text, e.status = e.text, new, "revised"
 

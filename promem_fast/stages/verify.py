@@ -45,7 +45,8 @@ from ..timeparse import has_language_evidence, language_of, resolve_dates
 from ..schema import AtomicFact, NLIVerdict, Turn
 from ..structured import StructuredOutputError
 from . import screen
-from .extract import CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, copies_dialogue_line, half_translated, uncut
+from .extract import (CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, clean_uncut, copies_dialogue_line,
+                      half_translated, uncut)
 from .segment import turn_vectors
 from .state import PipelineState, clean_text, has_text, norm_key
 
@@ -454,7 +455,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     for i, out in zip(to_split, decomp):
         fs, seen = [], set()
         for f in out[: p.max_atomic_facts]:
-            f = uncut(f, clean_text(f, name)) or ""  # an atomic fact cut off at the cap: dropped
+            f = clean_uncut(f, name)  # an atomic fact cut off at the cap: dropped
             # the 1.5B decomposer often repeats the entry; a repeat is judged once
             if has_text(f) and norm_key(f) not in seen:
                 seen.add(norm_key(f))
@@ -503,9 +504,10 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     for (i, a), ruling in zip(to_judge, rulings):
         raw = ruling.get("revised_fact") or ""
         revised = clean_text(raw, name)
+        whole = uncut(raw, revised)
         # a revision must itself pass the screen against the premise (the adjudicator can
         # write what the turn never said)
-        if has_text(revised) and uncut(raw, revised) is None:
+        if has_text(revised) and whole is None:
             why = CUT_OFF_REASON
         elif has_text(revised) and copies_dialogue_line(revised):
             why = LINE_COPY_REASON  # format, not content: checked first, with or without the screen
@@ -516,7 +518,7 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             a.action = "discarded"
             state.discard(revised, "verify", f"revision of {a.text!r}: {why}")
         elif ruling["action"] == "REVISE" and has_text(revised):
-            a.action, a.revised_text = "revised", uncut(raw, revised)
+            a.action, a.revised_text = "revised", whole
         else:
             a.action = "discarded"
             state.discard(
@@ -668,7 +670,7 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         logger.warning("session %s: entries kept in their language: %s", state.session.session_id, exc)
         return
     for (i, t, lang), out in zip(todo, outs):
-        new = (uncut(out, clean_text(out, state.user_name)) or "") if isinstance(out, str) else ""
+        new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
         if (has_text(new) and language_of(new) == lang
                 and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT
                 and _same_dates(new, t, state)):
