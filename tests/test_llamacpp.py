@@ -452,6 +452,7 @@ def test_saving_a_prefix_never_overwrites_the_cache_sequence_the_request_copies_
     llm = object.__new__(LlamaCppLLM)
     llm._lc, llm._mem, llm.min_copy_tokens, llm.n_ctx_seq = FakeLC(), None, 4, 4096
     llm.kv_copies = llm.prefix_saves = 0
+    llm._backlog = []
     llm._make_sampler = lambda job: (None, None)
     x, y, z = list(range(100, 400)), list(range(500, 800)), list(range(900, 1200))
     slot = _Slot(seq_id=0, kv_tokens=y + [1, 2], shared_len=300)
@@ -465,3 +466,72 @@ def test_saving_a_prefix_never_overwrites_the_cache_sequence_the_request_copies_
     assert slot.cached_tokens == 300 and slot.pending == [7, 7]
     assert z_cached.kv_tokens == y + [1, 2] and x_cached.kv_tokens == x + [3]
     assert llm.prefix_saves == 1 and llm.kv_copies == 1
+
+
+def _fake_backend(calls, slots, cache, backlog):
+    from promem_fast.backends.llm.llamacpp import LlamaCppLLM
+
+    class FakeLC:
+        def llama_memory_seq_cp(self, mem, src, dst, p0, p1):
+            calls.append(("cp", src, dst))
+
+        def llama_memory_seq_rm(self, mem, seq, p0, p1):
+            calls.append(("rm", seq, p0))
+            return True
+
+    llm = object.__new__(LlamaCppLLM)
+    llm._lc, llm._mem, llm.min_copy_tokens, llm.n_ctx_seq = FakeLC(), None, 4, 4096
+    llm.kv_copies = llm.prefix_saves = 0
+    llm._make_sampler = lambda job: (None, None)
+    llm._slots, llm._cache, llm._backlog = slots, cache, backlog
+    return llm
+
+
+def _job(prompt):
+    from promem_fast.backends.llm.llamacpp import _Job
+
+    return _Job(index=0, request=LLMRequest(messages=[], max_tokens=4), prompt=prompt, grammar=None,
+                seed=0, future=None, loop=None)
+
+
+def test_a_slot_a_waiting_request_opens_with_is_not_the_one_overwritten():
+    """Slot 0 holds a topic's turns (system prompt + 300 tokens) that a queued request
+    (the topic's events) opens with; slot 1 holds a finished request nobody waits for. A
+    request of another session goes to slot 1, although both share only the system prompt
+    with it, and slot 0 keeps the topic for the queued request (no memory call on it)."""
+    from promem_fast.backends.llm.llamacpp import _Slot
+
+    sys_p = list(range(10))
+    topic, other, new = list(range(100, 400)), list(range(500, 800)), list(range(900, 1000))
+    calls = []
+    wanted = _Slot(seq_id=0, kv_tokens=sys_p + topic + [1], last_used=1.0)
+    done = _Slot(seq_id=1, kv_tokens=sys_p + other + [2], last_used=5.0)
+    llm = _fake_backend(calls, [wanted, done], [], [_job(sys_p + topic + [3, 3])])
+    slot = llm._assign(_job(sys_p + new), [wanted, done])
+    assert slot is done
+    assert calls == [("rm", 1, 10)]
+    assert wanted.kv_tokens == sys_p + topic + [1] and slot.cached_tokens == 10
+
+
+def test_a_prefix_a_waiting_request_opens_with_is_saved_before_its_slot_is_overwritten():
+    """The only free slot holds a topic's turns that a queued request opens with: they are
+    copied into the cache sequence first (its request then copies them back instead of
+    prefilling); without a queued request for them nothing is saved."""
+    from promem_fast.backends.llm.llamacpp import _Slot
+
+    sys_p = list(range(10))
+    topic, new = list(range(100, 400)), list(range(900, 1000))
+    for queued, saved in (([_job(sys_p + topic + [3, 3])], True), ([], False)):
+        calls = []
+        slot = _Slot(seq_id=0, kv_tokens=sys_p + topic + [1], last_used=1.0)
+        cache = _Slot(seq_id=1)
+        llm = _fake_backend(calls, [slot], [cache], queued)
+        assert llm._assign(_job(sys_p + new), [slot]) is slot
+        if saved:
+            assert calls == [("cp", 0, 1), ("rm", 0, 10)]
+            assert cache.kv_tokens == sys_p + topic + [1] and cache.shared_len == 310
+            assert llm.prefix_saves == 1
+            llm._assign(llm._backlog.pop(), [slot])
+            assert calls[-2:] == [("cp", 1, 0), ("rm", 0, 310)] and slot.cached_tokens == 310
+        else:
+            assert calls == [("rm", 0, 10)] and cache.kv_tokens == [] and llm.prefix_saves == 0

@@ -519,10 +519,31 @@ class LlamaCppLLM:
         have = max(_common_prefix(s.kv_tokens, job.prompt) for s in self._slots + self._cache)
         return best_future - have >= self.min_copy_tokens
 
+    def _wanted(self, slot: _Slot) -> int:
+        """Tokens of ``slot``'s KV stream that a request still waiting in the backlog would
+        reuse and no other sequence holds (0 below ``min_copy_tokens``): e.g. a topic's
+        turns, prefilled by its details request, which its events request (queued behind
+        other sessions' requests) opens with."""
+        if not slot.kv_tokens or not self._backlog:
+            return 0
+        want = max(_common_prefix(slot.kv_tokens, j.prompt) for j in self._backlog)
+        if want < self.min_copy_tokens:
+            return 0
+        held = max((_common_prefix(s.kv_tokens, slot.kv_tokens[:want]) for s in self._slots + self._cache
+                    if s is not slot), default=0)
+        return want if want - held >= self.min_copy_tokens else 0
+
     def _assign(self, job: _Job, free: list[_Slot]) -> _Slot:
-        """Put ``job`` on the free slot with the longest cached prefix of its prompt."""
+        """Put ``job`` on the free slot with the longest cached prefix of its prompt, less
+        what a waiting request would lose if that slot were overwritten (:meth:`_wanted`)."""
         sampler, grammar = self._make_sampler(job)  # first: a failure leaves the slot untouched
-        best = max(free, key=lambda s: (_common_prefix(s.kv_tokens, job.prompt), -s.last_used))
+        wanted = {id(s): self._wanted(s) for s in free}
+
+        def gain(s: _Slot) -> tuple[int, float]:
+            k = _common_prefix(s.kv_tokens, job.prompt)
+            return k - max(0, wanted[id(s)] - k), -s.last_used
+
+        best = max(free, key=gain)
         reuse = _common_prefix(best.kv_tokens, job.prompt)
         # Another sequence (busy or idle) may hold a longer prefix of this prompt, e.g. the
         # same session's dialogue while a sibling stage decodes: copy its KV stream instead
@@ -535,9 +556,10 @@ class LlamaCppLLM:
                     donor, donor_len = s, k
         if donor_len - reuse < self.min_copy_tokens:
             donor = None
-        if reuse < best.shared_len:
+        keep_len = max(best.shared_len, wanted[id(best)])
+        if reuse < keep_len:
             # queued before the donor's copy: llama.cpp runs stream copies in order
-            self._save_prefix(best, keep=donor)
+            self._save_prefix(best, keep=donor, length=keep_len)
         if donor is not None:
             # Separate KV streams (kv_unified=False) only copy whole streams (p0=p1=-1);
             # the tail past the shared prefix is removed just below.
@@ -565,17 +587,19 @@ class LlamaCppLLM:
         best.grammar = grammar
         return best
 
-    def _save_prefix(self, slot: _Slot, keep: Optional[_Slot] = None) -> None:
+    def _save_prefix(self, slot: _Slot, keep: Optional[_Slot] = None, length: Optional[int] = None) -> None:
         """Copy ``slot``'s KV stream into the least recently used cache sequence before a
-        request of another prompt overwrites it, when its shared prefix (``shared_len``
-        tokens: a session's system prompt and dialogue, which that session's later stages
-        ask for again) is held by no other sequence. Without it a session whose slots were
+        request of another prompt overwrites it, when its shared prefix (``length`` tokens,
+        default ``shared_len``: a session's system prompt and dialogue, which that session's
+        later stages ask for again, or what a waiting request opens with) is held by no
+        other sequence. Without it a session whose slots were
         all taken by other sessions prefills its dialogue again for each later stage
         (relations, draft): ~900 tokens, ~15 s on 2 cores, per LoCoMo session. ``keep``:
         a cache sequence the slot's new request copies from, never the one overwritten."""
         if not self._cache:
             return
-        want = slot.kv_tokens[: slot.shared_len]
+        n = slot.shared_len if length is None else length
+        want = slot.kv_tokens[:n]
         held = max((_common_prefix(s.kv_tokens, want) for s in self._slots + self._cache if s is not slot), default=0)
         if len(want) - held < self.min_copy_tokens:
             return
@@ -585,7 +609,7 @@ class LlamaCppLLM:
         target = min(spare, key=lambda s: (bool(s.kv_tokens), s.last_used))
         self._lc.llama_memory_seq_cp(self._mem, slot.seq_id, target.seq_id, -1, -1)
         target.kv_tokens = list(slot.kv_tokens)
-        target.shared_len = slot.shared_len
+        target.shared_len = n
         target.last_used = time.monotonic()
         self.prefix_saves += 1
 
