@@ -14,7 +14,8 @@ from promem_fast.stages import screen
 from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
-    KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, SAID_OF_IT_REASON, UNSTATED_REASON, URGED_REASON,
+    KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
+    URGED_REASON,
     dedup_entries, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -652,6 +653,38 @@ async def test_an_entry_said_of_it_is_discarded_before_nli():
                                          ("Nora takes flamenco classes on Tuesdays.", ["u1"])])
     assert kept == ["Nora takes flamenco classes on Tuesdays."]
     assert why == {"Nora really speaks to her.": SAID_OF_IT_REASON}
+
+
+# --- who feels and who causes it, swapped ------------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, swapped", [
+    # the user made the one moved where the turn has others move an audience, or the user
+    ("Nora is impressed with the choir at the gala.",
+     "Yes, that's my choir! They rehearsed all month and will surely impress at the gala.", True),
+    ("Nora motivates her sisters with her cooking.", "My sisters cook with me every Sunday - they motivate me so much.", True),
+    ("Nora was really inspired by her students.", "I hope my talk inspires the students next week.", True),
+    # the turn uses the verb the entry's way at least once
+    ("Nora is motivated by her sisters.", "My sisters cook with me every Sunday; they keep me motivated.", False),
+    ("Nora was inspired by the climbers' stories.", "The climbers' stories were so inspiring! I want to try it.", False),
+    ("Nora encouraged her team to enter the race.", "I spoke to my team and encouraged them to enter the race.", False),
+    ("Nora's podcast inspires her.", "My favourite podcast inspires me to write.", False),
+    ("Nora keeps a planner to stay organized and motivated.", "I keep a planner to stay organized and motivated.", False),
+    # a feeling verb the turn does not use is left to the other checks
+    ("Nora is impressed with the new bakery.", "The new bakery is great, best bread in town.", False),
+])
+def test_a_feeling_verb_with_its_roles_swapped_is_caught(entry, turn, swapped):
+    assert screen.reversed_feeling(entry, "Nora", turn) is swapped
+
+
+async def test_an_entry_that_swaps_who_is_impressed_is_discarded_before_nli():
+    rows = [("a1", "assistant", "Wow, are they yours at the gala? They sound so warm!"),
+            # the verb's subject is left out after "and": the "said of it" check does not see it
+            ("u1", "user", "Yeah, they're the singers of my choir! They've been rehearsing hard and will "
+                           "definitely impress with their voices. We meet on Mondays.")]
+    kept, why, _ = await screened(rows, [("Nora is impressed with the singers at the gala.", ["u1"]),
+                                         ("Nora's choir meets on Mondays.", ["u1"])])
+    assert kept == ["Nora's choir meets on Mondays."]
+    assert why == {"Nora is impressed with the singers at the gala.": REVERSED_FEELING_REASON}
 
 
 # --- urged on the other side, not done ---------------------------------------------------------

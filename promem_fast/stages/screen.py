@@ -969,6 +969,88 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
 _REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) you\b")
 _OTHERS_POSSESSIVE = frozenset("their his her".split())
 _DETERMINERS = frozenset("the a an this that these those some any".split())
+# Verbs of feeling that name who is moved and who moves them ("they motivate me" / "she
+# motivates them"): the 1.5B model swaps the two. Stems, matched at a word start.
+_FEELING = r"(?:impress|inspir|motivat|amaz|encourag|fascinat|thrill|intrigu)"
+# the entry's subject is moved: "is impressed with", "was really inspired by", "feels motivated"
+_MOVED_ENTRY = re.compile(r"^(?:\w+ly\s+)?(?:is|was|were|are|feels|felt|gets|got|has been|had been|seems|"
+                          r"became|becomes|remains|stays)\s+(?:\w+\s+){0,2}?" + _FEELING + r"\w*ed\b", re.I)
+# the entry's subject moves someone: "motivates them", "wants to inspire others"
+_MOVES_ENTRY = re.compile(r"(?:^|\b(?:and|to|will|would|can|could)\s+)(?:\w+ly\s+)?" + _FEELING +
+                          r"(?:e|es|ed|s)?\b(?!\s+by\b)", re.I)
+# the speaker is moved: "inspire us", "keep me motivated", "I'm so impressed", "so inspiring"
+_SPEAKER_MOVED = (
+    re.compile(_FEELING + r"\w*\s+(?:me|us)\b", re.I),
+    re.compile(r"\b(?:me|us)\s+(?:\w+\s+)?" + _FEELING + r"\w*ed\b", re.I),
+    re.compile(r"\b(?:i|we)(?:'m|'re|'ve been| am| are| was| were| feel| felt| get| got| have been| had been)\s+"
+               r"(?:\w+\s+){0,2}?" + _FEELING + r"\w*ed\b", re.I),
+    # an evaluation ("The stories were so inspiring!") is the speaker's own feeling
+    re.compile(r"(?:\bso|\bvery|\breally|\bsuper|\btruly|\bpretty|\bquite|\bincredibly|\bsuch an?|\bis|\bwas|"
+               r"\bwere|\bare|'s|'re)\s+" + _FEELING + r"\w*(?:ing|ive)\b", re.I),
+    re.compile(r"\b" + _FEELING + r"\w*(?:ing|ive)\s*[!.]", re.I),
+)
+_FEELING_WORD = re.compile(r"\b" + _FEELING + r"(?:e|es|ed|s|ing)?\b", re.I)
+_CLAUSE_SUBJECT = re.compile(r"\b(i|we|you|they|he|she|it|this|that|these|those)\b", re.I)
+_BE_BEFORE = re.compile(r"(?:'m|'re|\bam|\bare|\bwas|\bwere|\bfeel|\bfelt|\bget|\bgot|\bbeen)\s+(?:\w+\s+){0,2}$", re.I)
+
+
+def _feeling_claim(body: str) -> Optional[str]:
+    """"moved" when the entry's subject (the user) is the one a feeling verb moves, "moves"
+    when the user moves someone else, else None (an object "her" / "him" is the user)."""
+    if _MOVED_ENTRY.match(body):
+        return "moved"
+    m = _MOVES_ENTRY.search(body)
+    if m is None:
+        return None
+    after = body[m.end():].lstrip()
+    if re.match(r"(?:him|her(?!\s+(?!(?:to|and|or|with|in|at|on|for|every|each|so|more|a|an|the)\b)[a-z]))\b",
+                after, re.I):
+        return "moved"  # "they motivate her", not "motivates her sisters"
+    if m.group(0).lower().endswith("ed") and not re.match(r"(?!(?:by|and|or|to|with|about|for|at)\b)[a-z]", after, re.I):
+        return None  # "to stay organized and motivated": a state, not an act on someone
+    if re.search(r"\b(?:that|which|who|they|he|she|because|since|as|when|while|if)\b", body[:m.start()], re.I):
+        return None  # "a place that will inspire them", "because they inspire her": not the user's act
+    return "moves"
+
+
+def _speaker_roles(turn_text: str) -> set[str]:
+    """How a turn uses its feeling verbs: "moved" when its speaker is moved (object "me",
+    "I'm impressed", an evaluation "so inspiring"), "moves" when the speaker moves someone
+    (the clause's last subject pronoun before the verb is "I" / "we", active voice)."""
+    roles = {"moved"} if any(p.search(turn_text) for p in _SPEAKER_MOVED) else set()
+    for sent in re.split(r"(?<=[.!?])\s+|\s[-\u2013\u2014]+\s|;", turn_text):
+        for m in _FEELING_WORD.finditer(sent):
+            subjects = _CLAUSE_SUBJECT.findall(sent[:m.start()])
+            if not subjects or subjects[-1].lower() not in ("i", "we"):
+                continue
+            if m.group(0).lower().endswith("ed") and _BE_BEFORE.search(sent[:m.start()]):
+                continue
+            if re.match(r"\s+(?:me|us|by)\b", sent[m.end():], re.I):
+                continue
+            roles.add("moves")
+    return roles
+
+
+def reversed_feeling(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry swaps who feels and who causes the feeling of a verb like
+    "impress", "inspire" or "motivate": "Jon is impressed with the dancers" from "they'll
+    definitely impress with their grace" (the dancers impress, nobody says Jon is
+    impressed), "Melanie motivates them with love" from "they motivate me and give me love".
+
+    Only for entries that open with the user's name and turns that use the same verb (else
+    the other checks decide); the entry stands when the turn uses the verb the entry's way
+    at least once. English only. On the labelled dev runs (each memory against its best
+    supporting user turn): 2 wrong and 2 filler memories, no correct one; of the 51 LoCoMo dev
+    observations with such a verb, none (against their evidence turns). Shape: str in, bool out."""
+    turn_text = turn_text.replace("\u2019", "'")
+    if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text) or not _FEELING_WORD.search(turn_text):
+        return False
+    if not subject_is_user(text, user_name):
+        return False
+    claim = _feeling_claim(_strip_subject(text, user_name))
+    return claim is not None and claim not in _speaker_roles(turn_text)
+
+
 _INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
 _FIRST_PERSON = _FIRST_SINGULAR | frozenset("me my mine our ours".split())
 # the user takes the other's statement as their own ("Me too", "Same here")

@@ -64,6 +64,7 @@ NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise o
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
+REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
 PLACEHOLDER_REASON = "names its object only by a placeholder ('the project') the turn never says (vague)"
@@ -306,7 +307,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON,
-            NOT_SELF_REASON)
+            NOT_SELF_REASON, REVERSED_FEELING_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -346,6 +347,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.said_of_it(text, name, turn.content):
         return SAID_OF_IT_REASON
+    if screen.reversed_feeling(text, name, turn.content):
+        return REVERSED_FEELING_REASON
     if screen.borrowed_from_other(text, name, turn.content, previous):
         return BORROWED_REASON
     if screen.inferred(text, turn.content):

@@ -18,7 +18,10 @@ Per slot:
   sequences (least recently used first), so a session's later stages find their dialogue
   there after other sessions took every slot.
   A request whose prefix another slot is still prefilling waits for it (later requests in
-  the queue go ahead), so sibling requests that arrive together prefill it once.
+  the queue go ahead), so sibling requests that arrive together prefill it once. A free
+  slot whose KV stream a queued request opens with (a topic's turns, read by its details
+  request, that its events request waits for behind other sessions' requests) is the last
+  one overwritten, and is saved into a prefix-cache sequence first when it must be.
 * sampling: its own llama.cpp sampler chain (greedy at temperature 0, else
   top-k/top-p/temperature/seeded draw) and, for a JSON Schema, a grammar sampler that
   checks the chosen token and filters all candidates only when it rejects it.
