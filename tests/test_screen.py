@@ -102,6 +102,24 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
 
 
 @pytest.mark.parametrize("text, filler", [
+    # nothing but generic nouns and light verbs: nothing a later question could ask about
+    ("Nora hopes to find a place that will inspire her.", True),
+    ("Nora has some exciting projects in the works.", True),
+    ("Nora is up for the challenge.", True),
+    ("Nora is looking for the right place and getting everything ready.", True),
+    # a named or qualified object is a memory
+    ("Nora hopes to find a place for her pottery studio.", False),
+    ("Nora has some projects with the Oslo museum in the works.", False),
+    ("Nora is up for the challenge of running a marathon.", False),
+    ("Nora is looking for a place in Lyon.", False),
+    ("Nora found a place near the harbour.", False),
+    ("Nora has 3 projects in the works.", False),
+])
+def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
+    assert screen.is_filler(text, "Nora") is filler
+
+
+@pytest.mark.parametrize("text, filler", [
     # a feeling about nothing named answers no later question
     ("Nora is feeling calm and content.", True),
     ("Nora feels energised and ready.", True),
