@@ -437,30 +437,15 @@ def test_saving_a_prefix_never_overwrites_the_cache_sequence_the_request_copies_
     slot holding session Y's shared prefix. Y's prefix is saved into the other cache
     sequence (queued first), then X's is copied from its own (no llama.cpp model: the
     memory calls are recorded)."""
-    from promem_fast.backends.llm.llamacpp import LlamaCppLLM, _Job, _Slot
+    from promem_fast.backends.llm.llamacpp import _Slot
 
     calls = []
-
-    class FakeLC:
-        def llama_memory_seq_cp(self, mem, src, dst, p0, p1):
-            calls.append(("cp", src, dst))
-
-        def llama_memory_seq_rm(self, mem, seq, p0, p1):
-            calls.append(("rm", seq, p0))
-            return True
-
-    llm = object.__new__(LlamaCppLLM)
-    llm._lc, llm._mem, llm.min_copy_tokens, llm.n_ctx_seq = FakeLC(), None, 4, 4096
-    llm.kv_copies = llm.prefix_saves = 0
-    llm._backlog = []
-    llm._make_sampler = lambda job: (None, None)
     x, y, z = list(range(100, 400)), list(range(500, 800)), list(range(900, 1200))
     slot = _Slot(seq_id=0, kv_tokens=y + [1, 2], shared_len=300)
     x_cached = _Slot(seq_id=1, kv_tokens=x + [3], shared_len=300, last_used=1.0)
     z_cached = _Slot(seq_id=2, kv_tokens=z + [4], shared_len=300, last_used=5.0)
-    llm._slots, llm._cache = [slot], [x_cached, z_cached]
-    job = _Job(index=0, request=LLMRequest(messages=[], max_tokens=4), prompt=x + [7, 7], grammar=None,
-               seed=0, future=None, loop=None)
+    llm = _fake_backend(calls, [slot], [x_cached, z_cached], [])
+    job = _job(x + [7, 7])
     assert llm._assign(job, [slot]) is slot
     assert calls == [("cp", 0, 2), ("cp", 1, 0), ("rm", 0, 300)]
     assert slot.cached_tokens == 300 and slot.pending == [7, 7]
@@ -469,6 +454,7 @@ def test_saving_a_prefix_never_overwrites_the_cache_sequence_the_request_copies_
 
 
 def _fake_backend(calls, slots, cache, backlog):
+    """A LlamaCppLLM without a model: its llama.cpp memory calls are appended to ``calls``."""
     from promem_fast.backends.llm.llamacpp import LlamaCppLLM
 
     class FakeLC:
