@@ -547,14 +547,19 @@ made making do does did doing done go goes went going gone put puts putting use 
 need needs needed needing ready""".split())
 
 
+# "got a new place", "her own project", "next week": news or a time, not a generic remark
+_NEWS_WORD = re.compile(r"\b(?:new|own|first|next|last|favou?rite|dream)\b", re.I)
+
+
 def _generic_only(body: str, words: Sequence[str]) -> bool:
     """Every substantive word is a generic noun, a light verb or a passing state, and no
-    capitalised name after the first word, number or non-ASCII word: "hopes to find a place
-    that will inspire him", "has some cool projects in the works", "is up for the challenge".
-    Such an entry names nothing a later question could ask about. Checked on the dev data: 10
-    filler memories of the labelled runs (6 that no other rule caught), no correct one, and none
-    of the 749 gold points of ../shared/data (LoCoMo observations, HaluMem memory points)."""
-    if _names_something(body) or _SPECIFIC.search(body):
+    capitalised name after the first word, number, non-ASCII word or word of news or time
+    (:data:`_NEWS_WORD`: "got a new place" stays): "hopes to find a place that will inspire
+    him", "has some cool projects in the works", "is up for the challenge". Such an entry
+    names nothing a later question could ask about. Checked on the dev data: 7 filler
+    memories of the labelled runs (6 that no other rule caught), no correct one, and none of
+    the 749 gold points of ../shared/data (LoCoMo observations, HaluMem memory points)."""
+    if _names_something(body) or _SPECIFIC.search(body) or _NEWS_WORD.search(body):
         return False
     return all(w.lower() in _GENERIC_NOUNS or w.lower() in _LIGHT_VERBS or w.lower() in _STATE_WORDS for w in words)
 
@@ -997,80 +1002,48 @@ _FEELING = r"(?:impress|inspir|motivat|amaz|encourag|fascinat|thrill|intrigu)"
 # the entry's subject is moved: "is impressed with", "was really inspired by", "feels motivated"
 _MOVED_ENTRY = re.compile(r"^(?:\w+ly\s+)?(?:is|was|were|are|feels|felt|gets|got|has been|had been|seems|"
                           r"became|becomes|remains|stays)\s+(?:\w+\s+){0,2}?" + _FEELING + r"\w*ed\b", re.I)
-# the entry's subject moves someone: "motivates them", "wants to inspire others"
+# the entry's subject moves someone named plainly: "motivates them", "wants to inspire others"
 _MOVES_ENTRY = re.compile(r"(?:^|\b(?:and|to|will|would|can|could)\s+)(?:\w+ly\s+)?" + _FEELING +
-                          r"(?:e|es|ed|s)?\b(?!\s+by\b)", re.I)
-# the speaker is moved: "inspire us", "keep me motivated", "I'm so impressed", "so inspiring"
-_SPEAKER_MOVED = (
-    re.compile(_FEELING + r"\w*\s+(?:me|us)\b", re.I),
-    re.compile(r"\b(?:me|us)\s+(?:\w+\s+)?" + _FEELING + r"\w*ed\b", re.I),
-    re.compile(r"\b(?:i|we)(?:'m|'re|'ve been| am| are| was| were| feel| felt| get| got| have been| had been)\s+"
-               r"(?:\w+\s+){0,2}?" + _FEELING + r"\w*ed\b", re.I),
-    # an evaluation ("The stories were so inspiring!") is the speaker's own feeling
-    re.compile(r"(?:\bso|\bvery|\breally|\bsuper|\btruly|\bpretty|\bquite|\bincredibly|\bsuch an?|\bis|\bwas|"
-               r"\bwere|\bare|'s|'re)\s+" + _FEELING + r"\w*(?:ing|ive)\b", re.I),
-    re.compile(r"\b" + _FEELING + r"\w*(?:ing|ive)\s*[!.]", re.I),
-)
-_FEELING_WORD = re.compile(r"\b" + _FEELING + r"(?:e|es|ed|s|ing)?\b", re.I)
-_CLAUSE_SUBJECT = re.compile(r"\b(i|we|you|they|he|she|it|this|that|these|those)\b", re.I)
-_BE_BEFORE = re.compile(r"(?:'m|'re|\bam|\bare|\bwas|\bwere|\bfeel|\bfelt|\bget|\bgot|\bbeen)\s+(?:\w+\s+){0,2}$", re.I)
-
-
-def _feeling_claim(body: str) -> Optional[str]:
-    """"moved" when the entry's subject (the user) is the one a feeling verb moves, "moves"
-    when the user moves someone else, else None (an object "her" / "him" is the user)."""
-    if _MOVED_ENTRY.match(body):
-        return "moved"
-    m = _MOVES_ENTRY.search(body)
-    if m is None:
-        return None
-    after = body[m.end():].lstrip()
-    if re.match(r"(?:him|her(?!\s+(?!(?:to|and|or|with|in|at|on|for|every|each|so|more|a|an|the)\b)[a-z]))\b",
-                after, re.I):
-        return "moved"  # "they motivate her", not "motivates her sisters"
-    if m.group(0).lower().endswith("ed") and not re.match(r"(?!(?:by|and|or|to|with|about|for|at)\b)[a-z]", after, re.I):
-        return None  # "to stay organized and motivated": a state, not an act on someone
-    if re.search(r"\b(?:that|which|who|they|he|she|because|since|as|when|while|if)\b", body[:m.start()], re.I):
-        return None  # "a place that will inspire them", "because they inspire her": not the user's act
-    return "moves"
-
-
-def _speaker_roles(turn_text: str) -> set[str]:
-    """How a turn uses its feeling verbs: "moved" when its speaker is moved (object "me",
-    "I'm impressed", an evaluation "so inspiring"), "moves" when the speaker moves someone
-    (the clause's last subject pronoun before the verb is "I" / "we", active voice)."""
-    roles = {"moved"} if any(p.search(turn_text) for p in _SPEAKER_MOVED) else set()
-    for sent in re.split(r"(?<=[.!?])\s+|\s[-\u2013\u2014]+\s|;", turn_text):
-        for m in _FEELING_WORD.finditer(sent):
-            subjects = _CLAUSE_SUBJECT.findall(sent[:m.start()])
-            if not subjects or subjects[-1].lower() not in ("i", "we"):
-                continue
-            if m.group(0).lower().endswith("ed") and _BE_BEFORE.search(sent[:m.start()]):
-                continue
-            if re.match(r"\s+(?:me|us|by)\b", sent[m.end():], re.I):
-                continue
-            roles.add("moves")
-    return roles
+                          r"(?:e|es|ed|s)?\s+(?:them|others|other people|people|everyone)\b", re.I)
+_FEELING_WORD = re.compile(r"\b" + _FEELING + r"\w*", re.I)
+# the turn's speaker is moved by someone: "they motivate me", "keep me motivated"
+_SPEAKER_OBJECT = re.compile(r"\b" + _FEELING + r"\w*\s+(?:me|us)\b|\b(?:me|us)\s+(?:\w+\s+)?" + _FEELING +
+                             r"\w*ed\b", re.I)
+_SPEAKER_SUBJECT = re.compile(r"\b(?:i|we)\b(?:'ll|'d)?\s+(?:\w+\s+){0,3}?" + _FEELING, re.I)
 
 
 def reversed_feeling(text: str, user_name: str, turn_text: str) -> bool:
     """True when the entry swaps who feels and who causes the feeling of a verb like
-    "impress", "inspire" or "motivate": "Jon is impressed with the dancers" from "they'll
-    definitely impress with their grace" (the dancers impress, nobody says Jon is
-    impressed), "Melanie motivates them with love" from "they motivate me and give me love".
+    "impress", "inspire" or "motivate", in the two shapes the 1.5B model writes:
 
-    Only for entries that open with the user's name and turns that use the same verb (else
-    the other checks decide); the entry stands when the turn uses the verb the entry's way
-    at least once. English only. On the labelled dev runs (each memory against its best
-    supporting user turn): 2 wrong and 2 filler memories, no correct one; of the 51 LoCoMo dev
-    observations with such a verb, none (against their evidence turns). Shape: str in, bool out."""
+    * the entry says the user is moved ("Jon is impressed with the dancers") where the turn
+      only has others do the moving, in the verb's plain form ("They've been practicing hard
+      and will definitely impress with their grace"): no "impressed", "inspiring", "amazed"
+      or other participle or adjective that could be the speaker's own feeling, no "me" /
+      "us" after the verb;
+    * the entry says the user moves others ("Melanie motivates them with love") where the
+      turn has the speaker moved ("they motivate me", "keep me motivated") and never the
+      speaker moving anyone ("I / we ... motivate").
+
+    Only for entries that open with the user's name and English turns that use such a verb;
+    anything else (a passive "the judges were impressed", a left-out "I", "motivates
+    herself") is left to the other checks. On the labelled dev runs (each memory against its
+    best supporting user turn): 2 wrong memories, no correct one; none of the 51 LoCoMo dev
+    observations with such a verb (against their evidence turns). Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
-    if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text) or not _FEELING_WORD.search(turn_text):
+    if (not subject_is_user(text, user_name) or not turn_text.isascii() or not text.isascii()
+            or not _FEELING_WORD.search(turn_text)):
         return False
-    if not subject_is_user(text, user_name):
-        return False
-    claim = _feeling_claim(_strip_subject(text, user_name))
-    return claim is not None and claim not in _speaker_roles(turn_text)
+    body = _strip_subject(text, user_name)
+    if _MOVED_ENTRY.match(body):
+        forms = [m.group(0).lower() for m in _FEELING_WORD.finditer(turn_text)]
+        plain = all(not f.endswith(("ed", "ing", "ive", "ion", "ions")) for f in forms)
+        return plain and not _SPEAKER_OBJECT.search(turn_text)
+    m = _MOVES_ENTRY.search(body)
+    if m and not re.search(r"\b(?:that|which|who|they|he|she|because|since|as|when|while|if)\b",
+                           body[:m.start()], re.I):
+        return bool(_SPEAKER_OBJECT.search(turn_text)) and not _SPEAKER_SUBJECT.search(turn_text)
+    return False
 
 
 _INTERJECTIONS = frozenset("wow oh ah yeah yes yep hey omg aw aww so well ok okay".split())
