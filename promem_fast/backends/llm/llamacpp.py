@@ -540,7 +540,8 @@ class LlamaCppLLM:
         """Put ``job`` on the free slot with the longest cached prefix of its prompt, less
         what a waiting request would lose if that slot were overwritten (:meth:`_wanted`)."""
         sampler, grammar = self._make_sampler(job)  # first: a failure leaves the slot untouched
-        wanted = {id(s): self._wanted(s) for s in free}
+        # without a prefix cache a lone free slot is taken whatever it holds: skip the scan
+        wanted = {id(s): self._wanted(s) if (self._cache or len(free) > 1) else 0 for s in free}
 
         def gain(s: _Slot) -> tuple[int, float]:
             k = _common_prefix(s.kv_tokens, job.prompt)
