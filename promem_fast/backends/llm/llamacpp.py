@@ -596,10 +596,10 @@ class LlamaCppLLM:
         request of another prompt overwrites it, when its shared prefix (``length`` tokens,
         default ``shared_len``: a session's system prompt and dialogue, which that session's
         later stages ask for again, or what a waiting request opens with) is held by no
-        other sequence. Without it a session whose slots were
-        all taken by other sessions prefills its dialogue again for each later stage
-        (relations, draft): ~900 tokens, ~15 s on 2 cores, per LoCoMo session. ``keep``:
-        a cache sequence the slot's new request copies from, never the one overwritten."""
+        other sequence. Without it a session whose slots were all taken by other sessions
+        prefills its dialogue again for each later stage (relations, draft): ~900 tokens,
+        ~15 s on 2 cores, per LoCoMo session. ``keep``: a cache sequence the slot's new
+        request copies from, never the one overwritten."""
         if not self._cache:
             return
         n = slot.shared_len if length is None else length
