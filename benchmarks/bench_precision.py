@@ -11,7 +11,9 @@ anything: measures are in :mod:`promem_fast.eval.precision`.
     python benchmarks/bench_precision.py --out out/prec --from-graphs \
         --labels benchmarks/review/LABELS.jsonl --append benchmarks/results/precision.jsonl
 
-Writes ``OUT/graphs/{slice}-{variant}.jsonl`` and ``OUT/review.jsonl`` (the blind file to
+Writes ``OUT/graphs/{slice}-{variant}.jsonl``, ``OUT/seconds.json`` (seconds per session),
+``OUT/wall_s.json`` (each extraction's wall time, which ``--from-graphs`` reports again as
+``wall_s``; ``null`` when the file is missing) and ``OUT/review.jsonl`` (the blind file to
 label: every variant's memories once, shuffled, no variant named).
 """
 
@@ -112,6 +114,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 if (args.out / "seconds.json").is_file():
                     prev = json.loads((args.out / "seconds.json").read_text())
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
+                # rescoring takes seconds: report the extraction's wall time, as recorded
+                walls = json.loads((args.out / "wall_s.json").read_text()) if (args.out / "wall_s.json").is_file() else {}
+                wall = walls.get(f"{sl}-{v}")
             else:
                 reset = getattr(services.llm, "reset_cache", None)
                 if reset is not None:  # each variant starts cold: none reuses the previous one's prompts
@@ -120,6 +125,11 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 gpath.write_text("".join(e.graph.to_json(indent=None) + "\n" for e in ex if e.graph is not None),
                                  encoding="utf-8")
                 pairs = [(e.graph, e.session, e.seconds) for e in ex]
+                wall = round(time.perf_counter() - t0, 1)
+                walls_file = args.out / "wall_s.json"
+                walls = json.loads(walls_file.read_text()) if walls_file.is_file() else {}
+                walls[f"{sl}-{v}"] = wall
+                walls_file.write_text(json.dumps(walls, indent=1))
                 secs_file = args.out / "seconds.json"
                 secs = json.loads(secs_file.read_text()) if secs_file.is_file() else {}
                 secs.update({f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
@@ -129,7 +139,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
             jf = await judge_free(mems, services.embed)
             line = {"benchmark": "precision", "slice": sl, "variant": v, **run_fields(), "llm": cfg.llm.backend,
                     "failed": sum(g is None for g, _, _ in pairs),
-                    "wall_s": round(time.perf_counter() - t0, 1), "concurrency": args.concurrency,
+                    "wall_s": wall, "concurrency": args.concurrency,
                     **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k != "per_memory"}}
             if labels is not None:
                 line["reviewed"] = {k: (round(x, 4) if isinstance(x, float) else x)

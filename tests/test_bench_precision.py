@@ -1,0 +1,39 @@
+"""benchmarks/bench_precision.py end to end on the dev slice with the scripted LLM: rescoring
+stored graphs (--from-graphs) reports the extraction's wall time, not its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("PROMEM_DATA_DIR") or ROOT.parent / "shared" / "data")
+
+
+@pytest.mark.skipif(not (DATA / "locomo_dev.json").is_file(), reason=f"LoCoMo dev data not found in {DATA}")
+def test_from_graphs_keeps_the_extraction_wall_time(tmp_path):
+    out = tmp_path / "prec"
+    base = [sys.executable, str(ROOT / "benchmarks" / "bench_precision.py"), "--out", str(out), "--slices", "locomo",
+            "--locomo", "conv-26:1", "--variants", "one-off", "--llm", "scripted", "--embed", "hash",
+            "--data", str(DATA)]
+
+    def lines(extra):
+        res = subprocess.run(base + extra, capture_output=True, text=True, timeout=600, check=True)
+        return [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+
+    (first,) = lines([])
+    walls = json.loads((out / "wall_s.json").read_text())
+    assert walls == {"locomo-one-off": first["wall_s"]} and first["wall_s"] > 0
+    # the rescoring of stored graphs reports that wall time again, and the same memories
+    (again,) = lines(["--from-graphs"])
+    assert again["wall_s"] == first["wall_s"]
+    assert again["memories"] == first["memories"] > 0
+    # without the file there is no wall time to report: null, never the rescoring's seconds
+    (out / "wall_s.json").unlink()
+    (bare,) = lines(["--from-graphs"])
+    assert bare["wall_s"] is None
