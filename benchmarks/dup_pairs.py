@@ -9,7 +9,14 @@ correct with different fact keys. Prints one JSON line: for each cosine threshol
 the configured embedder) and condition (any pair; both grounded on the same turn), how many
 pairs of each kind reach it.
 
+With ``--judge LO``, each pair of memories sharing a source turn at cosine in [LO, 0.8)
+(below dedup's NLI band), same polarity and every number of the shorter in the fuller, is
+also put to the configured NLI (the embedded LLM judge by default) with the fuller memory as
+premise, and the line counts the verdicts per kind: would a judge-checked merge of such
+paraphrases remove duplicates without merging distinct facts?
+
     python benchmarks/dup_pairs.py --append benchmarks/results/dup_pairs.jsonl
+    python benchmarks/dup_pairs.py --judge 0.4 --append benchmarks/results/dup_pairs.jsonl
 """
 
 from __future__ import annotations
@@ -61,13 +68,43 @@ async def pairs() -> list[dict]:
                         kind = "other"
                     k = (g["session_id"], *sorted((ev[i]["text"], ev[j]["text"])))
                     out[k] = {"cosine": float(sim[i, j]), "same_turn": turn[0] is not None and turn[0] == turn[1],
-                              "kind": kind}
+                              "kind": kind, "texts": (ev[i]["text"], ev[j]["text"]), "user": g["user_name"],
+                              "shared_source": bool(set(ev[i]["source_turn_ids"]) & set(ev[j]["source_turn_ids"]))}
     return list(out.values())
+
+
+async def judged(ps: list[dict], lo: float) -> dict[str, dict[str, int]]:
+    """NLI verdicts (fuller memory as premise) on the shared-source pairs at cosine [lo, 0.8)."""
+    from promem_fast.backends.registry import create_llm, create_nli
+    from promem_fast.config import Config
+    from promem_fast.stages import screen
+    from promem_fast.stages.verify import _clause_words, _numbers
+
+    todo = []
+    for p in ps:
+        if not (p["shared_source"] and lo <= p["cosine"] < 0.8):
+            continue
+        a, b = p["texts"]
+        full, short = (a, b) if len(set(screen.predicate_words(a, p["user"]))) >= len(
+            set(screen.predicate_words(b, p["user"]))) else (b, a)
+        if _clause_words(full, frozenset())[0] != _clause_words(short, frozenset())[0]:
+            continue
+        if not _numbers(short) <= _numbers(full):
+            continue
+        todo.append((p["kind"], (full, short)))
+    cfg = Config()
+    nli = create_nli(cfg.nli, llm=create_llm(cfg.llm) if cfg.nli.backend == "llm" else None)
+    res = await nli.classify([pair for _, pair in todo])
+    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for (kind, _), r in zip(todo, res):
+        table[kind][r.label] += 1
+    return {k: dict(v) for k, v in sorted(table.items())}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
+    ap.add_argument("--judge", type=float, metavar="LO", help="also ask NLI about shared-source pairs at cosine [LO, 0.8)")
     args = ap.parse_args()
     from promem_fast.results_log import append_line, run_fields
 
@@ -78,6 +115,9 @@ def main() -> int:
             c = collections.Counter(p["kind"] for p in ps if p["cosine"] >= t and (cond == "any" or p["same_turn"]))
             table[f"{t}/{cond}"] = {"same_fact": c["same_fact"], "distinct": c["distinct"]}
     line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table}
+    if args.judge is not None:
+        line["judge"] = {"cosine_from": args.judge, "cosine_below": 0.8, "premise": "fuller memory",
+                         "verdicts_by_kind": asyncio.run(judged(ps, args.judge))}
     print(json.dumps(line))
     if args.append:
         append_line(args.append, line)
