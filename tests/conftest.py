@@ -173,8 +173,14 @@ DRAFT = [
     {"fact": "Alice bought a bike.", "turns": ["t8"]},
 ]
 EVENTS = {
-    "Turns t1 to t4": ["Alice adopted a puppy named Max.", "Alice takes Max to the park."],
-    "Turns t5 to t8": ["Alice started a job at Acme.", "Alice bought a bike because of the long commute."],
+    "Turns t1 to t4": [
+        {"fact": "Alice adopted a puppy named Max.", "turns": ["t1", "t99"]},
+        {"fact": "Alice takes Max to the park.", "turns": ["t3"]},
+    ],
+    "Turns t5 to t8": [
+        {"fact": "Alice started a job at Acme.", "turns": ["t6"]},
+        {"fact": "Alice bought a bike because of the long commute.", "turns": []},
+    ],
 }
 DETAILS = {
     "t1, t3": {"t1": ["puppy named Max", "adopted yesterday"], "t3": ["park near house"]},

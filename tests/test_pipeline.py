@@ -379,7 +379,8 @@ def test_session_opening_with_assistant_and_consecutive_same_role_turns():
     ])
     rules = {
         "details": const({"u3": ["the park"], "u4": ["slept all day"]}),
-        "events": const(["Bo took Max to the park.", "Bo's dog slept all day."]),
+        "events": const([{"fact": "Bo took Max to the park.", "turns": ["u3"]},
+                         {"fact": "Bo's dog slept all day.", "turns": ["u4"]}]),
         "relations": const([["E1", "temporal", "E2"]]),
         "draft": const([{"fact": "Bo took his puppy Max to the park.", "turns": ["u3"]}]),
         "relation_verify": relation_rule({"A:": {"question": "What happened after the park?"}},
@@ -488,7 +489,7 @@ def test_non_english_text_passes_through_unchanged():
     ])
     rules = {
         "details": keyed({"u1": {"u1": ["杭州", "自行车"]}}),
-        "events": keyed({"Turns u1": ["李雷在杭州买了一辆自行车。"]}),
+        "events": keyed({"Turns u1": [{"fact": "李雷在杭州买了一辆自行车。", "turns": ["u1"]}]}),
         "draft": const([{"fact": "李雷于2023-05-07在杭州买了一辆自行车。", "turns": ["u1"]}]),
     }
     g, _ = run(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))

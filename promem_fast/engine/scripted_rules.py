@@ -13,8 +13,8 @@ Rules (deterministic; "user turns" = dialogue lines whose role is ``user``):
 
 * details ``{turn_id: [str]}``: the first 4 words of each asked turn, and its last 3 when
   it has more than 11 words.
-* facts ``[{"fact", "turns"}]`` (draft, supplement, one-off) and events ``[str]``: one fact
-  per user turn in the asked range: ``"<user> <first 8 words of the turn>"``. The draft (the prompt
+* facts ``[{"fact", "turns"}]`` (events, draft, supplement, one-off): one fact per user
+  turn in the asked range: ``"<user> <first 8 words of the turn>"``. The draft (the prompt
   that asks for *every* fact of the whole dialogue) skips every third user turn, and every
   fifth fact gets " on Mars" appended, which the judge cannot entail.
 * relations ``[[a, type, b]]``: consecutive event pairs, alternating causal / temporal (<= 3).
@@ -177,7 +177,7 @@ def respond(req: LLMRequest) -> str:
             out[tid] = ([_words(src, 4)] + tail)[:cap] if _words(src, 4) else []
         return json.dumps(out, ensure_ascii=False)
 
-    if kind == "facts" or (kind == "strings" and "share one topic" in task):  # draft, one-off / events
+    if kind == "facts":
         users = [(tid, t) for tid, role, t in turns if role == "user"]
         m = re.search(r"Turns (\S+) to (\S+) share one topic", task)
         missed = re.search(r"missed turns (.+?)\. List", task)
@@ -201,8 +201,6 @@ def respond(req: LLMRequest) -> str:
             if is_draft and i % 5 == 4:
                 f += " on Mars"  # a hallucination for the verifier to catch
             facts.append({"fact": f, "turns": [tid]})
-        if kind == "strings":  # events: the sentences alone
-            return json.dumps([f["fact"] for f in facts[:max_items]], ensure_ascii=False)
         return json.dumps(facts[:max_items], ensure_ascii=False)
 
     if kind == "relations":

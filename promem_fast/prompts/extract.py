@@ -70,21 +70,17 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
     template, not an example: the 1.5B model copied an example fact ("User joined a hiking
     club.") into 145 of the 539 topics of the labelled dev runs (greetings, small talk).
 
-    Like the paper's prompt, the answer is the events alone, without turn ids: the ids cost
-    ~14 completion tokens per event (``{"fact": ...}`` and ``"turns": ["D1:3"]``), and
-    :func:`..stages.extract.event_turns` finds each event's turns in code.
-    Output JSON: ``["event sentence", ...]``, at most ``max_events``.
+    Output JSON: ``[{"fact": sentence, "turns": [turn ids]}]``.
     """
     ids = list(topic_turn_ids)
     instr = (
         f"Turns {ids[0]} to {ids[-1]} share one topic. Write the main events of {user_name} in "
         "them: actions, states, plans, stories (big picture, not small details), each one "
         f"standalone third-person sentence about {user_name} in your own words (\"{user_name} "
-        "<did what> ...\"; never copy a line); at most "
-        f'{max_events}; [] if these turns hold none. JSON: ["...", "..."]'
+        "<did what> ...\"; never copy a line), with the turn ids it comes from; at most "
+        f'{max_events}; [] if these turns hold none. JSON: [{{"fact": "...", "turns": ["<turn id>"]}}]'
     )
-    return LLMRequest(session_messages(block, instr), str_list_schema(max_events), facts_max_tokens(max_events),
-                      stage="events")
+    return LLMRequest(session_messages(block, instr), _facts_schema(max_events), facts_max_tokens(max_events), stage="events")
 
 
 # [source, type, target]; the type is checked in code (causal|temporal) so that tuple

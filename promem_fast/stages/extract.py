@@ -381,45 +381,11 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     return state.details
 
 
-# Most turns one event is filed under (the facts schema's cap on cited turns).
-EVENT_MAX_TURNS = 4
-
-
-def event_turns(event: str, user_ids: Sequence[str], text_of: Mapping[str, str]) -> list[str]:
-    """The user turns of a topic that state an event (§3.4 grounds each purified event on a
-    turn; the events prompt asks for no ids), chosen greedily: first the turn stating most
-    of the event's content words (:func:`word_in`; the earlier turn on a tie), then each
-    turn stating at least 2 content words that the turns chosen so far do not (an event
-    told over two turns), at most :data:`EVENT_MAX_TURNS`; returned in dialogue order.
-    [] when no turn states any word (the caller then files the event under all of the
-    topic's user turns).
-
-    Args:
-        event: the event sentence.
-        user_ids: the topic's user turn ids, dialogue order.
-        text_of: turn id -> turn text.
-    """
-    words = content_words(event)
-    said = {t: {w for w in words if word_in(w, text_of[t].lower())} for t in user_ids if t in text_of}
-    chosen: list[str] = []
-    covered: set[str] = set()
-    while len(chosen) < EVENT_MAX_TURNS:
-        rest = [t for t in said if t not in chosen]
-        if not rest:
-            break
-        best = max(rest, key=lambda t: (len(said[t] - covered), -user_ids.index(t)))
-        if len(said[best] - covered) < (2 if chosen else 1):
-            break
-        chosen.append(best)
-        covered |= said[best]
-    return [t for t in user_ids if t in chosen]
-
-
 async def abstract_events(ctx: SessionContext, state: PipelineState) -> list[Candidate]:
     """Macro events per topic (§3.2, Figure 10 intent); sets ``state.events``.
 
-    Each event's turns are the topic's user turns that state it (:func:`event_turns`); an
-    event that no turn states gets all of them. Topics with no user text make no call.
+    Turn ids are validated against the topic's turns (invalid ones dropped, logged); an event
+    left without ids gets the topic's user turn ids. Topics with no user text make no call.
     """
     cap = ctx.config.pipeline.max_events_per_topic
     todo = [(i, t) for i, t in enumerate(state.topics) if _topic_user_ids(state, t)]
@@ -430,17 +396,10 @@ async def abstract_events(ctx: SessionContext, state: PipelineState) -> list[Can
         for _, t in todo
     ]
     outs = await ctx.llm_json(reqs, "events")
-    text_of = {t.turn_id: t.content for t in state.user_text_turns}
     events: list[Candidate] = []
     seen: set[str] = set()  # across topics: the small model repeats events between topics
     for (i, topic), out in zip(todo, outs):
-        user_ids = _topic_user_ids(state, topic)
-        items = []
-        for it in out:
-            # a server that ignores the schema may still answer in the facts shape
-            text = str(it.get("fact", "")) if isinstance(it, dict) else str(it)
-            items.append({"fact": text, "turns": event_turns(text, user_ids, text_of)})
-        for text, ids in parse_facts(state, items, topic, f"events of topic {i + 1}"):
+        for text, ids in parse_facts(state, out, topic, f"events of topic {i + 1}"):
             if norm_key(text) in seen:
                 continue
             seen.add(norm_key(text))
