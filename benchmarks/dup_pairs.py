@@ -9,7 +9,7 @@ correct with different fact keys. Prints one JSON line: for each cosine threshol
 the configured embedder) and condition (any pair; both grounded on the same turn), how many
 pairs of each kind reach it.
 
-With ``--judge LO``, each pair of memories sharing a source turn at cosine in [LO, 0.8)
+With ``--judge LO``, each pair of memories sharing a source turn at cosine in [LO, tau_dup_nli = 0.8)
 (below dedup's NLI band), same polarity and every number of the shorter in the fuller, is
 also put to the configured NLI (the embedded LLM judge by default) with the fuller memory as
 premise, and the line counts the verdicts per kind: would a judge-checked merge of such
@@ -73,8 +73,8 @@ async def pairs() -> list[dict]:
     return list(out.values())
 
 
-async def judged(ps: list[dict], lo: float) -> dict[str, dict[str, int]]:
-    """NLI verdicts (fuller memory as premise) on the shared-source pairs at cosine [lo, 0.8)."""
+async def judged(ps: list[dict], lo: float, hi: float) -> dict[str, dict[str, int]]:
+    """NLI verdicts (fuller memory as premise) on the shared-source pairs at cosine [lo, hi)."""
     from promem_fast.backends.registry import create_llm, create_nli
     from promem_fast.config import Config
     from promem_fast.stages import screen
@@ -82,7 +82,7 @@ async def judged(ps: list[dict], lo: float) -> dict[str, dict[str, int]]:
 
     todo = []
     for p in ps:
-        if not (p["shared_source"] and lo <= p["cosine"] < 0.8):
+        if not (p["shared_source"] and lo <= p["cosine"] < hi):
             continue
         a, b = p["texts"]
         full, short = (a, b) if len(set(screen.predicate_words(a, p["user"]))) >= len(
@@ -104,7 +104,7 @@ async def judged(ps: list[dict], lo: float) -> dict[str, dict[str, int]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
-    ap.add_argument("--judge", type=float, metavar="LO", help="also ask NLI about shared-source pairs at cosine [LO, 0.8)")
+    ap.add_argument("--judge", type=float, metavar="LO", help="also ask NLI about shared-source pairs at cosine [LO, tau_dup_nli)")
     args = ap.parse_args()
     from promem_fast.results_log import append_line, run_fields
 
@@ -116,8 +116,12 @@ def main() -> int:
             table[f"{t}/{cond}"] = {"same_fact": c["same_fact"], "distinct": c["distinct"]}
     line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table}
     if args.judge is not None:
-        line["judge"] = {"cosine_from": args.judge, "cosine_below": 0.8, "premise": "fuller memory",
-                         "verdicts_by_kind": asyncio.run(judged(ps, args.judge))}
+        from promem_fast.config import Config
+
+        # below the band that dedup already sends to NLI (tau_dup_nli)
+        hi = Config().pipeline.tau_dup_nli or Config().pipeline.tau_dup
+        line["judge"] = {"cosine_from": args.judge, "cosine_below": hi, "premise": "fuller memory",
+                         "verdicts_by_kind": asyncio.run(judged(ps, args.judge, hi))}
     print(json.dumps(line))
     if args.append:
         append_line(args.append, line)

