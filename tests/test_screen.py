@@ -107,6 +107,8 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     ("Nora has some exciting projects in the works.", True),
     ("Nora is up for the challenge.", True),
     ("Nora is looking for the right place and getting everything ready.", True),
+    # a leaving remark: "off to" moves no more than "going to" does
+    ("Nora is off to do some research.", True),
     # a named or qualified object is a memory
     ("Nora hopes to find a place for her pottery studio.", False),
     ("Nora has some projects with the Oslo museum in the works.", False),
@@ -116,6 +118,9 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     ("Nora has 3 projects in the works.", False),
     ("Nora got a new place.", False),                    # news, not a generic remark
     ("Nora has her own project.", False),
+    ("Nora is off to do some research on adoption agencies.", False),
+    ("Nora is off to Lisbon.", False),
+    ("Nora is off to go swimming with the kids.", False),
 ])
 def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
     assert screen.is_filler(text, "Nora") is filler

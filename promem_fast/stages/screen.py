@@ -538,13 +538,14 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
 
 
 # Nouns that name no particular thing ("a place", "some projects", "the challenge") and verbs
-# that carry no event of their own ("hopes to find", "is getting everything ready").
+# that carry no event of their own ("hopes to find", "is getting everything ready"; "is off
+# to do some research", a leaving remark: "off" moves no more than "going" does).
 _GENERIC_NOUNS = frozenset("""place places project projects challenge challenges research thing things stuff
 plan plans idea ideas works it them this that one ones something anything everything lot way ways""".split())
 _LIGHT_VERBS = frozenset("""hope hopes hoped hoping find finds found finding has have had having got get gets getting
 gotten feel feels felt feeling want wants wanted wanting look looks looked looking keep keeps kept keeping make makes
 made making do does did doing done go goes went going gone put puts putting use uses used using try tries tried trying
-need needs needed needing ready""".split())
+need needs needed needing ready off""".split())
 
 
 # "got a new place", "her own project", "next week": news or a time, not a generic remark
