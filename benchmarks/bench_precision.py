@@ -81,6 +81,18 @@ def read_graphs(path: Path) -> dict:
                                       for line in path.read_text(encoding="utf-8").splitlines() if line.strip())}
 
 
+def _read_json(path: Path) -> dict:
+    """A JSON object file of this run directory; {} when it is not there yet."""
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _update_json(path: Path, entries: dict) -> None:
+    """Merge ``entries`` into the JSON object file ``path`` (other slices and variants stay)."""
+    got = _read_json(path)
+    got.update(entries)
+    path.write_text(json.dumps(got, indent=1))
+
+
 async def run(args: argparse.Namespace) -> list[dict]:
     from promem_fast.config import Config
     from promem_fast.context import Services
@@ -110,13 +122,10 @@ async def run(args: argparse.Namespace) -> list[dict]:
             t0 = time.perf_counter()
             if args.from_graphs:
                 got = read_graphs(gpath)
-                prev = {}
-                if (args.out / "seconds.json").is_file():
-                    prev = json.loads((args.out / "seconds.json").read_text())
+                prev = _read_json(args.out / "seconds.json")
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
                 # rescoring takes seconds: report the extraction's wall time, as recorded
-                walls = json.loads((args.out / "wall_s.json").read_text()) if (args.out / "wall_s.json").is_file() else {}
-                wall = walls.get(f"{sl}-{v}")
+                wall = _read_json(args.out / "wall_s.json").get(f"{sl}-{v}")
             else:
                 reset = getattr(services.llm, "reset_cache", None)
                 if reset is not None:  # each variant starts cold: none reuses the previous one's prompts
@@ -126,14 +135,8 @@ async def run(args: argparse.Namespace) -> list[dict]:
                                  encoding="utf-8")
                 pairs = [(e.graph, e.session, e.seconds) for e in ex]
                 wall = round(time.perf_counter() - t0, 1)
-                walls_file = args.out / "wall_s.json"
-                walls = json.loads(walls_file.read_text()) if walls_file.is_file() else {}
-                walls[f"{sl}-{v}"] = wall
-                walls_file.write_text(json.dumps(walls, indent=1))
-                secs_file = args.out / "seconds.json"
-                secs = json.loads(secs_file.read_text()) if secs_file.is_file() else {}
-                secs.update({f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
-                secs_file.write_text(json.dumps(secs, indent=1))
+                _update_json(args.out / "wall_s.json", {f"{sl}-{v}": wall})
+                _update_json(args.out / "seconds.json", {f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
             mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
             memories[f"{sl}-{v}"] = mems
             jf = await judge_free(mems, services.embed)

@@ -119,7 +119,8 @@ def main() -> int:
         from promem_fast.config import Config
 
         # below the band that dedup already sends to NLI (tau_dup_nli)
-        hi = Config().pipeline.tau_dup_nli or Config().pipeline.tau_dup
+        pipe = Config().pipeline
+        hi = pipe.tau_dup_nli or pipe.tau_dup
         line["judge"] = {"cosine_from": args.judge, "cosine_below": hi, "premise": "fuller memory",
                          "verdicts_by_kind": asyncio.run(judged(ps, args.judge, hi))}
     print(json.dumps(line))
