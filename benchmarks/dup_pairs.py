@@ -15,8 +15,14 @@ also put to the configured NLI (the embedded LLM judge by default) with the full
 premise, and the line counts the verdicts per kind: would a judge-checked merge of such
 paraphrases remove duplicates without merging distinct facts?
 
+With ``--list-judge COMMITS``, the configured LLM reads each session's labelled memories of
+those runs as one numbered list and names, for each, an earlier one it restates: does the
+model, seeing all of a session's memories at once, find the duplicates that cosine and NLI
+miss?
+
     python benchmarks/dup_pairs.py --append benchmarks/results/dup_pairs.jsonl
     python benchmarks/dup_pairs.py --judge 0.4 --append benchmarks/results/dup_pairs.jsonl
+    python benchmarks/dup_pairs.py --list-judge 72f6416,44f0575 --append benchmarks/results/dup_pairs.jsonl
 """
 
 from __future__ import annotations
@@ -35,15 +41,33 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-async def pairs() -> list[dict]:
-    from promem_fast.backends.registry import create_embed
-    from promem_fast.config import Config
-    from promem_fast.eval.precision import label_key as _key, load_labels
+def pair_kind(a: dict, b: dict) -> str:
+    """"same_fact", "distinct" or "other" for two labelled memories ``{"label", "fact"}`` of one session."""
+    same = bool(a.get("fact")) and a.get("fact") == b.get("fact")
+    if a["label"] == b["label"] == "correct" and a.get("fact") and b.get("fact"):
+        return "same_fact" if same else "distinct"
+    if "duplicate" in (a["label"], b["label"]) and same:
+        return "same_fact"
+    return "other"
 
-    labels: dict = {}  # key -> {"label", "fact"}; a later review file wins
+
+def all_labels() -> dict:
+    """Label key -> ``{"label", "fact"}`` over every review file; a later file wins."""
+    from promem_fast.eval.precision import load_labels
+
+    labels: dict = {}
     for f in sorted(glob.glob(str(ROOT / "benchmarks/review/*/labels.jsonl"))):
         got = load_labels(Path(f))
         labels.update({k: {"label": lab, "fact": got.facts.get(k, "")} for k, lab in got.items()})
+    return labels
+
+
+async def pairs() -> list[dict]:
+    from promem_fast.backends.registry import create_embed
+    from promem_fast.config import Config
+    from promem_fast.eval.precision import label_key as _key
+
+    labels = all_labels()
     cfg = Config()
     emb = create_embed(cfg.embed, cache_dir=cfg.cache_dir)
     out: dict[tuple, dict] = {}
@@ -59,13 +83,7 @@ async def pairs() -> list[dict]:
                 for j in range(i + 1, len(ev)):
                     a, b = (labels[_key(g["session_id"], e["text"])] for e in (ev[i], ev[j]))
                     turn = [(e.get("nli") or [{}])[0].get("premise_turn_id") for e in (ev[i], ev[j])]
-                    same = bool(a.get("fact")) and a.get("fact") == b.get("fact")
-                    if a["label"] == b["label"] == "correct" and a.get("fact") and b.get("fact"):
-                        kind = "same_fact" if same else "distinct"
-                    elif "duplicate" in (a["label"], b["label"]) and same:
-                        kind = "same_fact"
-                    else:
-                        kind = "other"
+                    kind = pair_kind(a, b)
                     k = (g["session_id"], *sorted((ev[i]["text"], ev[j]["text"])))
                     out[k] = {"cosine": float(sim[i, j]), "same_turn": turn[0] is not None and turn[0] == turn[1],
                               "kind": kind, "texts": (ev[i]["text"], ev[j]["text"]), "user": g["user_name"],
@@ -101,10 +119,65 @@ async def judged(ps: list[dict], lo: float, hi: float) -> dict[str, dict[str, in
     return {k: dict(v) for k, v in sorted(table.items())}
 
 
+def _list_request(user: str, texts: list[str]):
+    """One session's memories, numbered; the LLM names, for each from the 2nd on, an
+    earlier one it restates (0 = new). Per-entry answers: asked for a list of
+    [repeat, earlier] pairs instead, the embedded model answered [] for every session."""
+    from promem_fast.backends.base import LLMRequest
+    from promem_fast.prompts.common import standalone_messages
+
+    lines = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {str(i + 1): {"type": "integer", "minimum": 0, "maximum": i} for i in range(1, len(texts))},
+              "required": [str(i + 1) for i in range(1, len(texts))]}
+    instr = (f"Memory entries about {user}:\n{lines}\n"
+             "For each entry from 2 on, give the number of an earlier entry that states the same fact "
+             '(a restatement in other words), or 0 if it states something new. JSON: {"2": 0, "3": 1, ...}')
+    return LLMRequest(standalone_messages(instr), schema, 8 * len(texts) + 20, stage="dedup")
+
+
+async def list_judged(commits: list[str]) -> dict:
+    """Ask the configured LLM, one call per session of the given runs' promem graphs, which
+    memory restates an earlier one; count the flagged pairs by kind (:func:`pair_kind`)
+    beside all labelled pairs of those sessions."""
+    from promem_fast.backends.registry import create_llm
+    from promem_fast.config import Config
+    from promem_fast.eval.precision import label_key as _key
+
+    labels = all_labels()
+    lists: dict[tuple, str] = {}  # (session id, memory texts) -> user name; a list met twice is asked once
+    for c in commits:
+        for f in sorted(glob.glob(str(ROOT / f"benchmarks/results/artifacts/precision_{c}/*-promem.jsonl"))):
+            for line in open(f, encoding="utf-8"):
+                g = json.loads(line)
+                ev = tuple(e["text"] for e in g["events"] if _key(g["session_id"], e["text"]) in labels)
+                if len(ev) >= 2:
+                    lists[(g["session_id"], ev)] = g["user_name"]
+    keys = list(lists)
+    outs = await create_llm(Config().llm).generate([_list_request(lists[k], list(k[1])) for k in keys])
+    allp: collections.Counter = collections.Counter()
+    flagged: collections.Counter = collections.Counter()
+    unreadable = 0
+    for (sid, texts), out in zip(keys, outs):
+        lab = [labels[_key(sid, t)] for t in texts]
+        allp.update(pair_kind(lab[i], lab[j]) for i in range(len(texts)) for j in range(i + 1, len(texts)))
+        try:
+            answer = {int(k): int(v) for k, v in json.loads(out.text).items()}
+        except (ValueError, TypeError, AttributeError):
+            unreadable += 1
+            continue
+        flagged.update(pair_kind(lab[k - 1], lab[v - 1]) for k, v in answer.items() if 1 <= v < k <= len(texts))
+    return {"runs": commits, "sessions": len(keys), "unreadable": unreadable,
+            "pairs_by_kind": dict(sorted(allp.items())), "flagged_by_kind": dict(sorted(flagged.items()))}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
     ap.add_argument("--judge", type=float, metavar="LO", help="also ask NLI about shared-source pairs at cosine [LO, tau_dup_nli)")
+    ap.add_argument("--list-judge", metavar="COMMITS",
+                    help="also ask the LLM, per session of these runs (comma-separated commits of "
+                         "benchmarks/results/artifacts/precision_*), which memory restates an earlier one")
     args = ap.parse_args()
     from promem_fast.results_log import append_line, run_fields
 
@@ -123,6 +196,8 @@ def main() -> int:
         hi = pipe.tau_dup_nli or pipe.tau_dup
         line["judge"] = {"cosine_from": args.judge, "cosine_below": hi, "premise": "fuller memory",
                          "verdicts_by_kind": asyncio.run(judged(ps, args.judge, hi))}
+    if args.list_judge:
+        line["list_judge"] = asyncio.run(list_judged([c for c in args.list_judge.split(",") if c]))
     print(json.dumps(line))
     if args.append:
         append_line(args.append, line)

@@ -1,0 +1,40 @@
+"""benchmarks/dup_pairs.py: how two labelled memories of one session are classed, and the
+list judge's request (one numbered list per session, one answer per entry)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import jsonschema
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("dup_pairs", ROOT / "benchmarks" / "dup_pairs.py")
+dup_pairs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dup_pairs)
+
+
+def test_pair_kind():
+    c = lambda fact: {"label": "correct", "fact": fact}  # noqa: E731
+    assert dup_pairs.pair_kind(c("agency"), c("agency")) == "same_fact"
+    assert dup_pairs.pair_kind(c("agency"), c("family")) == "distinct"
+    assert dup_pairs.pair_kind({"label": "duplicate", "fact": "agency"}, c("agency")) == "same_fact"
+    # a correct memory without a fact key, or a filler, says nothing about duplication
+    assert dup_pairs.pair_kind(c(""), c("agency")) == "other"
+    assert dup_pairs.pair_kind({"label": "filler", "fact": "agency"}, c("agency")) == "other"
+
+
+def test_list_request_asks_one_answer_per_later_entry():
+    req = dup_pairs._list_request("Jon", ["Jon lost his job.", "Jon was laid off.", "Jon dances."])
+    body = req.messages[-1]["content"]
+    assert "1. Jon lost his job.\n2. Jon was laid off.\n3. Jon dances." in body
+    schema = req.json_schema
+    assert schema["required"] == ["2", "3"]
+    jsonschema.validate({"2": 1, "3": 0}, schema)
+    for bad in ({"2": 2, "3": 0}, {"2": 1}, {"2": 1, "3": 0, "4": 1}):  # itself, missing, unknown entry
+        try:
+            jsonschema.validate(bad, schema)
+        except jsonschema.ValidationError:
+            continue
+        raise AssertionError(f"schema accepted {json.dumps(bad)}")
