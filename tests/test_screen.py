@@ -1088,13 +1088,15 @@ def test_own_statements_keep_what_the_speaker_says_of_themselves(turn, own):
     assert screen.own_statements(turn) == own
 
 
-async def _recover(rows, details, rule):
+async def _recover(rows, details, rule, entries=()):
     """Run CC's detail re-read on a session of ``rows`` whose ``details`` no entry states, the
-    LLM answering by ``rule``; returns the state and the texts of the added entries."""
+    LLM answering by ``rule``, with ``entries`` ((text, source turn id)) live before it;
+    returns the state and the texts of the added entries."""
     from promem_fast.stages.complete import recover_from_details
     s = session(rows)
     ctx = make_ctx(session=s, services=make_services(rules={"recover": rule}))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries.extend(Entry(text=t, origin="draft", status="kept", source_turn_ids=[tid]) for t, tid in entries)
     state.details = details
     added = await recover_from_details(ctx, state)
     return state, [state.entries[i].text for i in added]
@@ -1177,3 +1179,43 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
 ])
 def test_names_other_speaker(text, others, named):
     assert screen.names_other_speaker(text, others, "Nora Smith") is named
+
+
+async def test_a_re_read_fact_restating_an_entry_of_its_turn_is_dropped():
+    """Half the re-read fact's words in an entry grounded on the same turn, same polarity: the
+    fact restates that entry (the new detail rides on a repeat); the same words in an entry of
+    another turn, a negated fact, or one sharing a single word are kept."""
+    from promem_fast.stages.complete import RESTATES_REASON
+    rows = [("t0", "assistant", "Which agency did you pick?"),
+            ("t1", "user", "I chose Bright Home because they help LGBTQ+ folks adopt. Their warmth and openness "
+                           "spoke to me. I don't want a big agency."),
+            ("t2", "assistant", "And the house?"),
+            ("t3", "user", "We painted the nursery green and I chose a small crib.")]
+    draft = [("Nora chose the Bright Home agency, which helps LGBTQ+ folks adopt.", "t1"),
+             ("Nora painted the nursery green with her partner.", "t3")]
+    answers = {"t1": ["Nora chose them because they help LGBTQ+ folks adopt; their warmth and openness spoke to her.",
+                      "Nora does not want a big agency."],
+               "t3": ["Nora chose a small crib for the nursery."]}
+    state, added = await _recover(
+        rows, [("t1", "warmth and openness"), ("t1", "big agency"), ("t3", "small crib")],
+        lambda req: json.dumps(answers["t1" if "[t1]" in req.messages[-1]["content"] else "t3"]), entries=draft)
+    assert added == ["Nora does not want a big agency.", "Nora chose a small crib for the nursery."]
+    assert [(d.text, d.reason) for d in state.discarded] == [
+        ("Nora chose them because they help LGBTQ+ folks adopt; their warmth and openness spoke to her.",
+         RESTATES_REASON.format(entry=draft[0][0]))]
+
+
+@pytest.mark.parametrize("text, other, restates", [
+    ("Caroline chose them because they help LGBTQ+ folks with adoption.",
+     "Caroline chose an adoption agency that helps LGBTQ+ folks with adoption.", True),
+    # polarity differs
+    ("Sarah does not like energy drinks.", "Sarah likes to drink energy drinks after runs.", False),
+    # one shared word is not a restatement however short the fact
+    ("Sarah does not like energy drinks.", "Sarah does not like herbal drinks.", False),
+    # under half of the fact's words
+    ("Jon rehearsed contemporary and hip-hop dances with his crew.", "Jon rehearsed after work.", False),
+    ("Jon rehearsed contemporary dances with his crew.", "Jon's crew rehearsed contemporary dances after work.", True),
+])
+def test_restates_head(text, other, restates):
+    from promem_fast.stages.verify import restates_head
+    assert restates_head(text, other, text.split()[0]) is restates

@@ -116,6 +116,23 @@ def _clause_words(clause: str, skip: frozenset) -> tuple[bool, set[str]]:
     return negated, content
 
 
+def restates_head(text: str, other: str, user_name: str = "", min_share: float = 0.5) -> bool:
+    """True when ``other`` holds at least 2, and at least ``min_share``, of ``text``'s content
+    words (:func:`_clause_words` over the whole text: stems, no function, sentiment or negation
+    words, the user's name aside) and both are negated or neither.
+
+    "chose them because they help LGBTQ+ folks with adoption; their inclusivity spoke to her"
+    restates "chose an adoption agency that helps LGBTQ+ folks with adoption" (5 of 8 words);
+    "does not like energy drinks" does not restate "likes to drink herbal teas" (1 shared
+    word, and the polarity differs).
+    """
+    skip = frozenset(_POL_WORD.findall(user_name.lower()))
+    neg, words = _clause_words(text.lower(), skip)
+    other_neg, other_words = _clause_words(other.lower(), skip)
+    shared = len(words & other_words)
+    return neg == other_neg and shared >= 2 and shared >= min_share * len(words)
+
+
 def polarity_clash(hypothesis: str, premise: str, user_name: str = "") -> bool:
     """True when the premise clause that best matches the hypothesis's main clause says the
     opposite: one of the two is negated ("not", "n't", "never", "dislike", "hate", ...) and
