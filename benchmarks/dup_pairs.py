@@ -171,6 +171,26 @@ async def list_judged(commits: list[str]) -> dict:
             "pairs_by_kind": dict(sorted(allp.items())), "flagged_by_kind": dict(sorted(flagged.items()))}
 
 
+def same_turn_rule(ps: list[dict]) -> dict:
+    """Pairs by kind that dedup's same-turn rule merges (``verify._restated`` on the pair's
+    memory with fewer content words, sharing a source turn, same polarity, its numbers in the
+    other). Pairs of the final graphs only: what dedup already merged is not among them."""
+    from promem_fast.stages import screen
+    from promem_fast.stages.verify import SAME_TURN_SHARE, _clause_words, _numbers, _restated
+
+    c: collections.Counter = collections.Counter()
+    for p in ps:
+        if not p["shared_source"]:
+            continue
+        a, b = p["texts"]
+        if len(set(screen.predicate_words(a, p["user"]))) > len(set(screen.predicate_words(b, p["user"]))):
+            a, b = b, a
+        if (_clause_words(a.lower(), frozenset())[0] == _clause_words(b.lower(), frozenset())[0]
+                and _numbers(a) <= _numbers(b) and _restated(a, b, p["user"])):
+            c[p["kind"]] += 1
+    return {"share": SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items()))}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
@@ -187,7 +207,8 @@ def main() -> int:
         for cond in ("any", "same_turn"):
             c = collections.Counter(p["kind"] for p in ps if p["cosine"] >= t and (cond == "any" or p["same_turn"]))
             table[f"{t}/{cond}"] = {"same_fact": c["same_fact"], "distinct": c["distinct"]}
-    line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table}
+    line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table,
+            "same_turn_rule": same_turn_rule(ps)}
     if args.judge is not None:
         from promem_fast.config import Config
 

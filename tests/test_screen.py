@@ -885,7 +885,8 @@ async def test_dedup_keeps_the_fuller_statement_and_never_merges_opposites():
 @pytest.mark.parametrize("tau_dup_nli", [0.8, None])
 async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_entry_entails_it(tau_dup_nli):
     rows = [("u1", "user", "I chose an adoption agency that helps LGBTQ+ folks. I read biographies and "
-                           "historical fiction. I'm 39.")]
+                           "historical fiction. I'm 39."),
+            ("u2", "user", "They help LGBTQ folks with adoption, that's why.")]
     s = session(rows)
     # cosines: 0.884, 0.866, 0.816 for the three pairs (all between tau_dup_nli and tau_dup)
     emb = KeywordEmbedder(["adoption", "lgbtq", "folks", "agency", "read", "likes", "biographies", "nora", "is",
@@ -899,7 +900,9 @@ async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_en
              "Nora chose them because they help LGBTQ folks with adoption.",
              "Nora likes to read historical fiction.", "Nora likes to read biographies.",
              "Nora is 39 years old.", "Nora is a woman."]
-    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    # the paraphrase comes from another turn: one of the same turn would be merged before NLI
+    # (test_a_fuller_entry_of_the_same_turn_stands_for_a_shorter_one)
+    state.entries = [Entry(t, "draft", "kept", ["u2" if t == texts[1] else "u1"]) for t in texts]
     dropped = await dedup_entries(ctx, state)
     if tau_dup_nli is None:
         assert dropped == [] and nli.pairs == []
@@ -908,7 +911,50 @@ async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_en
     # "is a woman" shares no word with "is 39 years old": NLI is not asked
     assert sorted(h for _, h in nli.pairs) == sorted([texts[1], texts[3]])
     assert [d.reason.split(" (")[0] for d in state.discarded] == [f"restates {texts[0]!r}"]
+    assert state.entries[0].source_turn_ids == ["u1", "u2"]
+
+
+async def test_a_fuller_entry_of_the_same_turn_stands_for_a_shorter_one():
+    """80 % of an entry's words (at least 2) in a fuller entry sharing its source turn: the
+    fuller stays and takes its turns; a differing object, another turn, a flipped polarity or
+    a number the fuller lacks keeps both."""
+    rows = [("u1", "user", "I chose Bright Home because they help LGBTQ+ folks adopt; their warmth spoke to me. "
+                           "I play chess on weekends and tennis on weekends too."),
+            ("u2", "user", "Bright Home helps LGBTQ+ folks adopt kids, you know."),
+            ("u3", "user", "I don't play chess online. I ran 5 km in Leeds.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}), tau_dup_nli=None)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    texts = [("Nora chose Bright Home because they help LGBTQ+ folks adopt; their warmth spoke to her.", ["u1"]),
+             ("Nora chose the Bright Home agency, which helps LGBTQ+ folks adopt.", ["u1"]),   # 7 of 8
+             ("Nora plays chess on weekends.", ["u1"]),
+             ("Nora plays tennis on weekends.", ["u1"]),                                        # 2 of 3
+             ("Bright Home helps LGBTQ+ folks adopt kids.", ["u2"]),                             # other turn
+             ("Nora doesn\u2019t play chess online.", ["u3"]),  # a typographic apostrophe still negates
+             ("Nora plays chess online.", ["u3"]),                                                # polarity
+             ("Nora ran in Leeds.", ["u3"]), ("Nora ran 5 km.", ["u3"])]
+    state.entries = [Entry(t, "draft", "kept", list(ids)) for t, ids in texts]
+    dropped = await dedup_entries(ctx, state)
+    assert [state.entries[i].text for i in dropped] == [texts[1][0]]
+    assert [d.reason for d in state.discarded] == [
+        f"restated more fully by {texts[0][0]!r} (same turn, 7 of its 8 words)"]
     assert state.entries[0].source_turn_ids == ["u1"]
+
+
+@pytest.mark.parametrize("user, short, full, shared", [
+    ("Caroline", "Caroline chose an adoption agency that helps LGBTQ+ folks with adoption.",
+     "Caroline chose them because they help LGBTQ+ folks with adoption. Their inclusivity and support "
+     "really spoke to her.", (5, 6)),
+    ("Sarah", "Sarah plays chess on weekends.", "Sarah plays tennis on weekends.", (2, 3)),
+    # "but" and "because" end clauses, they are not words; a user name of two words is no word
+    ("Sarah Garcia", "Sarah Garcia reads novels but skips poetry.",
+     "Sarah Garcia reads novels because poetry bores her.", (3, 4)),
+    # a typographic apostrophe is read as the plain one: "doesn’t" is no content word
+    ("Sarah Garcia", "Sarah Garcia doesn’t like energy drinks.", "Sarah Garcia likes energy drinks.", (2, 2)),
+])
+def test_shared_words(user, short, full, shared):
+    from promem_fast.stages.verify import shared_words
+    assert shared_words(short, full, user) == shared
 
 
 async def test_dedup_never_drops_a_number_the_kept_entry_lacks():
@@ -1180,45 +1226,3 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
 def test_names_other_speaker(text, others, named):
     assert screen.names_other_speaker(text, others, "Nora Smith") is named
 
-
-async def test_a_re_read_fact_restating_an_entry_of_its_turn_is_dropped():
-    """60 % of the re-read fact's words in an entry grounded on the same turn, same polarity: the
-    fact restates that entry (the new detail rides on a repeat); the same words in an entry of
-    another turn, a negated fact, or one sharing a single word are kept."""
-    from promem_fast.stages.complete import RESTATES_REASON
-    rows = [("t0", "assistant", "Which agency did you pick?"),
-            ("t1", "user", "I chose Bright Home because they help LGBTQ+ folks adopt. Their warmth and openness "
-                           "spoke to me. I don't want a big agency."),
-            ("t2", "assistant", "And the house?"),
-            ("t3", "user", "We painted the nursery green and I chose a small crib.")]
-    draft = [("Nora chose the Bright Home agency, which helps LGBTQ+ folks adopt.", "t1"),
-             ("Nora painted the nursery green with her partner.", "t3")]
-    answers = {"t1": ["Nora chose them because they help LGBTQ+ folks adopt; their warmth and openness spoke to her.",
-                      "Nora does not want a big agency."],
-               "t3": ["Nora chose a small crib for the nursery."]}
-    state, added = await _recover(
-        rows, [("t1", "warmth and openness"), ("t1", "big agency"), ("t3", "small crib")],
-        lambda req: json.dumps(answers["t1" if "[t1]" in req.messages[-1]["content"] else "t3"]), entries=draft)
-    assert added == ["Nora does not want a big agency.", "Nora chose a small crib for the nursery."]
-    assert [(d.text, d.reason) for d in state.discarded] == [
-        ("Nora chose them because they help LGBTQ+ folks adopt; their warmth and openness spoke to her.",
-         RESTATES_REASON.format(entry=draft[0][0]))]
-
-
-@pytest.mark.parametrize("text, other, restates", [
-    ("Caroline chose them because they help LGBTQ+ folks with adoption.",
-     "Caroline chose an adoption agency that helps LGBTQ+ folks with adoption.", True),
-    # polarity differs
-    ("Sarah does not like energy drinks.", "Sarah likes to drink energy drinks after runs.", False),
-    # one shared word is not a restatement however short the fact
-    ("Sarah does not like energy drinks.", "Sarah does not like herbal drinks.", False),
-    # under 60 % of the fact's words: 2 of 4 here, and "since a kid" is news
-    ("Jon has been into dancing since he was a kid and it's his passion and escape.",
-     "Jon is passionate about dancing.", False),
-    ("Jon rehearsed contemporary and hip-hop dances with his crew.", "Jon rehearsed after work.", False),
-    ("Jon rehearsed contemporary dances with his crew.", "Jon's crew rehearsed contemporary dances after work.", True),
-])
-def test_restates_head(text, other, restates):
-    from promem_fast.stages.complete import SAME_TURN_SHARE
-    from promem_fast.stages.verify import restates_head
-    assert restates_head(text, other, text.split()[0], SAME_TURN_SHARE) is restates

@@ -20,7 +20,6 @@ from ..schema import Turn
 from . import screen
 from .extract import PAIR_SHARE, content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
-from .verify import restates_head
 
 logger = logging.getLogger(__name__)
 
@@ -60,12 +59,6 @@ async def completeness_check(ctx: SessionContext, state: PipelineState, *, recov
 # A recovered fact repeats an entry when the entry holds this share of its content words, and
 # is read from its turn when the turn holds this share (else it must state a missing detail).
 REPEAT_SHARE = 0.8
-# ... or when an entry of the same turn, older than the re-read, holds this share of its words
-# (verify.restates_head): of such re-reads in the labelled runs, 15 restated the entry's fact,
-# 3 were filler and none was a distinct fact; at half the words, 8 distinct correct facts went
-# too ("has been into dancing since a kid" for "is passionate about dancing"; recover_repeats.jsonl).
-SAME_TURN_SHARE = 0.6
-RESTATES_REASON = "re-read fact restating an entry of the same turn: {entry!r}"
 STAGE = "recover"
 # a re-read fact naming the other speaker was about the exchange with them
 OTHER_NAMED_REASON = "re-read fact that names the other speaker: about the exchange, not the user's own life"
@@ -110,9 +103,8 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     all; ``max_recovered_facts`` alone when it is 0). A returned fact becomes an
     entry (origin "detail", status "recovered", source turn = that turn) when it states one of
     the turn's missing details (every content word) or takes >= 80 % of its content words
-    from the turn, and repeats no live entry (>= 80 % of its content words in one entry, or 60 % of
-    them with the same polarity in an entry already grounded on that turn:
-    :func:`~.verify.restates_head`); the user's name does not count as a content word. Other facts are dropped with a logged reason
+    from the turn, and repeats no live entry (>= 80 % of its content words in one entry); the
+    user's name does not count as a content word. Other facts are dropped with a logged reason
     (with the 1.5B model, a turn that only announces a topic, "I'd like to share my food
     preference", was answered with invented foods). With ``pipeline.screen_entries`` a turn
     is read only for what it says of its speaker (:func:`_own_missing`), and a fact needs half
@@ -145,12 +137,6 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     name_words = set(content_words(state.user_name))
     others = state.other_speakers
     live = [state.entries[i].text.lower() for i in state.live_entries()]
-    # the entries before this re-read, by source turn: two re-read facts of one turn are often
-    # distinct ("has been into dancing since a kid" / "started a dance studio because ...")
-    by_turn: dict[str, list[str]] = {}
-    for i in state.live_entries():
-        for t in state.entries[i].source_turn_ids:
-            by_turn.setdefault(t, []).append(state.entries[i].text)
     added: list[int] = []
     for tid, out in zip(todo, outs):
         # same cleaning as every extracted fact: empty ones skipped, first-person copies discarded
@@ -162,11 +148,6 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
                 continue
             if any(norm_key(fixed) == norm_key(t) or _mostly_in(words, t) for t in live):
                 logger.debug("session %s: recover: %r repeats an entry", state.session.session_id, fixed[:120])
-                continue
-            same_turn = next((t for t in by_turn.get(tid, ())
-                              if restates_head(fixed, t, state.user_name, SAME_TURN_SHARE)), None)
-            if same_turn is not None:
-                state.discard(fixed, STAGE, RESTATES_REASON.format(entry=same_turn[:120]))
                 continue
             said = by_id[tid].content
             if not (any(_states_all(content_words(d), low) for d in missing[tid])
