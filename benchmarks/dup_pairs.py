@@ -172,21 +172,21 @@ async def list_judged(commits: list[str]) -> dict:
 
 
 def same_turn_rule(ps: list[dict]) -> dict:
-    """Pairs by kind that dedup's same-turn rule merges (``verify._restated`` on the pair's
-    memory with fewer content words, sharing a source turn, same polarity, its numbers in the
-    other). Pairs of the final graphs only: what dedup already merged is not among them."""
+    """Pairs by kind that dedup's same-turn rule merges (``verify.stands_for`` on pairs that
+    share a source turn; the pair's memory with fewer content words, the later one on a tie,
+    is the one dedup would drop). Pairs of the final graphs only: what dedup already merged
+    is not among them."""
     from promem_fast.stages import screen
-    from promem_fast.stages.verify import SAME_TURN_SHARE, _clause_words, _numbers, _restated
+    from promem_fast.stages.verify import SAME_TURN_SHARE, stands_for
 
     c: collections.Counter = collections.Counter()
     for p in ps:
         if not p["shared_source"]:
             continue
-        a, b = p["texts"]
-        if len(set(screen.predicate_words(a, p["user"]))) > len(set(screen.predicate_words(b, p["user"]))):
-            a, b = b, a
-        if (_clause_words(a.lower(), frozenset())[0] == _clause_words(b.lower(), frozenset())[0]
-                and _numbers(a) <= _numbers(b) and _restated(a, b, p["user"])):
+        full, short = p["texts"]  # in graph order
+        if len(set(screen.predicate_words(short, p["user"]))) > len(set(screen.predicate_words(full, p["user"]))):
+            full, short = short, full
+        if stands_for(short, full, p["user"]):
             c[p["kind"]] += 1
     return {"share": SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items()))}
 

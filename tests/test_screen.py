@@ -921,24 +921,30 @@ async def test_a_fuller_entry_of_the_same_turn_stands_for_a_shorter_one():
     rows = [("u1", "user", "I chose Bright Home because they help LGBTQ+ folks adopt; their warmth spoke to me. "
                            "I play chess on weekends and tennis on weekends too."),
             ("u2", "user", "Bright Home helps LGBTQ+ folks adopt kids, you know."),
-            ("u3", "user", "I don't play chess online. I ran 5 km in Leeds.")]
+            ("u3", "user", "I don't play chess online. I ran 5 km along the river in Leeds with my older sister. "
+                           "I like classical music and take music classes on weekends."),
+            ("u4", "user", "Bright Home it is.")]
     s = session(rows)
     ctx = make_ctx(session=s, services=make_services(rules={}), tau_dup_nli=None)
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
     texts = [("Nora chose Bright Home because they help LGBTQ+ folks adopt; their warmth spoke to her.", ["u1"]),
-             ("Nora chose the Bright Home agency, which helps LGBTQ+ folks adopt.", ["u1"]),   # 7 of 8
+             ("Nora chose the Bright Home agency that helps LGBTQ+ folks adopt.", ["u1", "u4"]),  # 7 of 8
              ("Nora plays chess on weekends.", ["u1"]),
              ("Nora plays tennis on weekends.", ["u1"]),                                        # 2 of 3
              ("Bright Home helps LGBTQ+ folks adopt kids.", ["u2"]),                             # other turn
              ("Nora doesn\u2019t play chess online.", ["u3"]),  # a typographic apostrophe still negates
              ("Nora plays chess online.", ["u3"]),                                                # polarity
-             ("Nora ran in Leeds.", ["u3"]), ("Nora ran 5 km.", ["u3"])]
+             # 4 of 5 words, but the fuller one lacks the number
+             ("Nora ran 5 km along the river in Leeds.", ["u3"]),
+             ("Nora ran along the river in Leeds with her older sister.", ["u3"]),
+             # "classical" and "classes" share a stem, not a word
+             ("Nora likes classical music.", ["u3"]), ("Nora takes music classes on weekends.", ["u3"])]
     state.entries = [Entry(t, "draft", "kept", list(ids)) for t, ids in texts]
     dropped = await dedup_entries(ctx, state)
     assert [state.entries[i].text for i in dropped] == [texts[1][0]]
     assert [d.reason for d in state.discarded] == [
         f"restated more fully by {texts[0][0]!r} (same turn, 7 of its 8 words)"]
-    assert state.entries[0].source_turn_ids == ["u1"]
+    assert state.entries[0].source_turn_ids == ["u1", "u4"]  # the fuller one takes its turns
 
 
 @pytest.mark.parametrize("user, short, full, shared", [
