@@ -125,13 +125,18 @@ def shared_words(short: str, full: str, user_name: str = "") -> tuple[int, int]:
     chose them because they help LGBTQ+ folks with adoption. Their inclusivity ... spoke to
     her": (5, 6); "plays chess on weekends" in "plays tennis on weekends": (2, 3).
     """
-    skip = frozenset(_POL_WORD.findall(user_name.lower()))
+    skip = _name_skip(user_name)
+    w = _all_clause_words(short, skip)
+    return len(w & _all_clause_words(full, skip)), len(w)
 
-    def words(text: str) -> set[str]:
-        return set().union(*(_clause_words(c, skip)[1] for c, _ in _clauses(text)))
 
-    w = words(short)
-    return len(w & words(full)), len(w)
+def _name_skip(user_name: str) -> frozenset:
+    return frozenset(_POL_WORD.findall(user_name.lower()))
+
+
+def _all_clause_words(text: str, skip: frozenset) -> set[str]:
+    """The content words of every clause of ``text`` (:func:`_clause_words`)."""
+    return set().union(*(_clause_words(c, skip)[1] for c, _ in _clauses(text)))
 
 
 def polarity_clash(hypothesis: str, premise: str, user_name: str = "") -> bool:
@@ -151,7 +156,7 @@ def same_polarity(hypothesis: str, premise: str, user_name: str = "", min_share:
     matches it (the rule of :func:`polarity_clash`): True when both are negated or neither,
     False when one is, None when the rule cannot decide (fewer than 2 shared content words or
     fewer than ``min_share`` of the main clause's, or best clauses of both polarities)."""
-    skip = frozenset(_POL_WORD.findall(user_name.lower()))
+    skip = _name_skip(user_name)
     h_neg, h_words = _clause_words(_clauses(hypothesis)[0][0], skip)
     if len(h_words) < 2:
         return None
@@ -608,8 +613,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
         # LGBTQ+ folks" beside the re-read "chose them because they help LGBTQ+ folks ...
         # their inclusivity and support spoke to her" (5 of 6 words); not "plays chess" /
         # "plays tennis on weekends" (2 of 3)
-        fuller = next((k for k in kept if turns[r] & turns[k]
-                       and stands_for(state.entries[live[r]].text, state.entries[live[k]].text, name)), None)
+        fuller = next((k for k in kept if neg[k] == neg[r] and nums[r] <= nums[k] and turns[r] & turns[k]
+                       and _states_more(state.entries[live[r]].text, state.entries[live[k]].text, name)), None)
         if fuller is None:
             kept.append(r)
             continue
@@ -671,12 +676,18 @@ def stands_for(short: str, full: str, user_name: str = "") -> bool:
     every Friday", 4 of 5 words) is taken for a restatement; no such pair was among the
     labelled runs' entries (``dup_pairs.jsonl`` line 5).
     """
-    if _negated(short) != _negated(full) or not _numbers(short) <= _numbers(full):
-        return False
-    n, of = shared_words(short, full, user_name)
-    if n < 2 or n < SAME_TURN_SHARE * of or shared_words(full, short, user_name)[1] <= of:
-        return False
-    return screen.support(short, user_name, full) >= SAME_TURN_SHARE
+    return (_negated(short) == _negated(full) and _numbers(short) <= _numbers(full)
+            and _states_more(short, full, user_name))
+
+
+def _states_more(short: str, full: str, user_name: str) -> bool:
+    """:func:`stands_for` without its polarity and number checks, which dedup_entries has
+    already made from its per-entry lists."""
+    skip = _name_skip(user_name)
+    w, fw = _all_clause_words(short, skip), _all_clause_words(full, skip)
+    n = len(w & fw)
+    return (n >= 2 and n >= SAME_TURN_SHARE * len(w) and len(fw) > len(w)
+            and screen.support(short, user_name, full) >= SAME_TURN_SHARE)
 
 
 # Share of the shorter entry's content words the fuller one must hold before NLI is asked
