@@ -476,6 +476,17 @@ async def test_a_compound_entry_keeps_the_users_clause_of_one_said_to_the_other_
         "Nora is excited about the move to Lyon.": "atomic fact: " + NOT_SELF_REASON}
 
 
+async def test_a_compound_the_decomposer_repeats_beside_a_clause_is_cut_at_its_clauses():
+    # the decomposer splits off the wrong-person clause but gives the compound back too:
+    # judged whole, the compound would fail the screen and take the user's clause with it
+    entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
+    state = await verified_one(COACH, entry, [entry, "Nora moved the team run to Saturday."])
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora is skipping it because her ankle hurts."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
+
+
 async def test_an_entry_half_in_another_script_is_rejected_by_the_screen():
     from promem_fast.stages.extract import MIXED_SCRIPT_REASON
 

@@ -54,7 +54,9 @@ journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
 """.split())
 # matched as whole words only ("kind" is not "kindergarten", "again" not "against")
-_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait".split())
+# and the intensifiers that add nothing ("is super thankful"; "super" as a prefix is "supermarket")
+_META_EXACT = frozenset("""kind sweet lucky proud brave caring soon later bye goodbye next again wait
+super extremely incredibly truly totally quite absolutely""".split())
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(

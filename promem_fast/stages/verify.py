@@ -486,6 +486,15 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             if has_text(f) and norm_key(f) not in seen:
                 seen.add(norm_key(f))
                 fs.append(f)
+        if i in split and len(fs) > 1:
+            # the decomposer split off one clause but gave the compound back too ([entry,
+            # its first clause]): the compound would fail the screen whole and take the
+            # user's clause with it, so each compound it returned is cut at its clauses
+            clauses: dict[str, str] = {}
+            for f in fs:
+                for c in screen.split_clauses(f, name):
+                    clauses.setdefault(norm_key(c), c)
+            fs = list(clauses.values())
         if i in split and len(fs) <= 1:
             # the 1.5B decomposer gave the flagged compound back whole: cut it at its clauses,
             # or before the reading it adds
