@@ -141,6 +141,10 @@ def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
     ("Nora is stressed about work.", False),              # work is what the feeling is about
     ("Nora is optimistic.", False),                       # a trait is a persona fact
     ("Nora feels optimistic and calm.", True),            # ... unless "feel" frames it
+    ("Nora is super thankful.", True),                    # an intensifier adds nothing
+    ("Nora is extremely grateful and truly happy.", True),
+    ("Nora is super busy with her bakery.", False),
+    ("Nora went to the supermarket.", False),             # "super" is a word, not a prefix
     ("Nora got a scarf.", False),
 ])
 def test_a_feeling_about_nothing_named_is_filler(text, filler):
