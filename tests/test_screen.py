@@ -145,6 +145,7 @@ def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
     ("Nora is extremely grateful and truly happy.", True),
     ("Nora is super busy with her bakery.", False),
     ("Nora went to the supermarket.", False),             # "super" is a word, not a prefix
+    ("Nora talked about the Super Bowl.", False),          # ... and a name when capitalised
     ("Nora got a scarf.", False),
 ])
 def test_a_feeling_about_nothing_named_is_filler(text, filler):
@@ -489,6 +490,15 @@ async def test_a_compound_the_decomposer_repeats_beside_a_clause_is_cut_at_its_c
         "Nora is skipping it because her ankle hurts."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
+    # beside the user's clause, the repeat adds nothing that clause does not already state
+    state = await verified_one(COACH, entry, [entry, "Nora is skipping the team run because her ankle hurts."])
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Nora is skipping the team run because her ankle hurts."]
+    # facts that do not repeat the compound stay as the decomposer wrote them
+    rows = [("u1", "user", "My coach moved the team run to Saturday. I was born and raised in Lyon.")]
+    state = await verified_one(rows, "Nora moved the team run to Saturday and was born and raised in Lyon.",
+                               ["Nora moved the team run to Saturday.", "Nora was born and raised in Lyon."])
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora was born and raised in Lyon."]
 
 
 async def test_an_entry_half_in_another_script_is_rejected_by_the_screen():

@@ -314,6 +314,23 @@ def _premise(turn: Turn, session, user_name: str, hypothesis: str, max_words: in
     return premise_text(turn if cut == turn.content else turn.model_copy(update={"content": cut}), session, user_name)
 
 
+def _clauses_of_repeat(entry: str, facts: list[str], user_name: str) -> list[str]:
+    """``facts`` (a decomposition of the flagged compound ``entry`` that repeats it) with the
+    repeat replaced by the :func:`.screen.split_clauses` pieces of ``entry`` that no other
+    fact holds every word of ("Nora is skipping it because her ankle hurts" beside "Nora is
+    skipping the team run because her ankle hurts")."""
+    key = norm_key(entry)
+    others = [f for f in facts if norm_key(f) != key]
+    out: list[str] = []
+    for f in facts:
+        if norm_key(f) != key:
+            out.append(f)
+            continue
+        out.extend(c for c in screen.split_clauses(entry, user_name)
+                   if all(norm_key(c) != norm_key(o) and screen.support(c, user_name, o) < 1.0 for o in others))
+    return out
+
+
 def _join(facts: list[str]) -> str:
     return " ".join(f.strip() for f in facts if f.strip())
 
@@ -486,15 +503,11 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             if has_text(f) and norm_key(f) not in seen:
                 seen.add(norm_key(f))
                 fs.append(f)
-        if i in split and len(fs) > 1:
-            # the decomposer split off one clause but gave the compound back too ([entry,
-            # its first clause]): the compound would fail the screen whole and take the
-            # user's clause with it, so each compound it returned is cut at its clauses
-            clauses: dict[str, str] = {}
-            for f in fs:
-                for c in screen.split_clauses(f, name):
-                    clauses.setdefault(norm_key(c), c)
-            fs = list(clauses.values())
+        if i in split and len(fs) > 1 and norm_key(state.entries[i].text) in seen:
+            # the decomposer gave the flagged compound back beside a clause of it: judged
+            # whole, the compound fails the screen; its clauses stand in for it, each one
+            # the other facts do not already state
+            fs = _clauses_of_repeat(state.entries[i].text, fs, name)
         if i in split and len(fs) <= 1:
             # the 1.5B decomposer gave the flagged compound back whole: cut it at its clauses,
             # or before the reading it adds
