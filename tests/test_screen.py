@@ -862,6 +862,35 @@ def test_wished_only(entry, turn, wished):
     assert screen.wished_only(entry, "Nora", turn) is wished
 
 
+@pytest.mark.parametrize("entry, turn, exhorted", [
+    # a collective exhortation restated as the user's view or deed
+    ("Nora felt it was important to work together and build a kinder world.",
+     "I'm grateful for the chance. By working together we can build a kinder world.", True),
+    ("Nora can make a real difference together with Kai.", "We can make a real difference together!", True),
+    ("Nora and Kai tackle life's challenges together.", "We all tackle life's challenges together, right?", True),
+    # a joint plan has a time or a will
+    ("Nora and Kai will go hiking next Saturday.", "We should go hiking next Saturday!", False),
+    ("Nora plans a dance session with Kai.", "We should plan a dance session!", False),
+    # stated outside the exhortation too
+    ("Nora builds furniture with her dad.", "I build furniture with my dad. We can build you a table too.", False),
+    ("Nora runs a bakery.", "I run a bakery.", False),
+    # the span ends with its clause
+    ("Nora adopted a cat last month.", "We can talk later, I adopted a cat last month.", False),
+])
+def test_exhorted_only(entry, turn, exhorted):
+    assert screen.exhorted_only(entry, "Nora", turn) is exhorted
+
+
+async def test_a_collective_exhortation_is_not_stored_as_the_users_view():
+    from promem_fast.stages.verify import EXHORTED_REASON
+
+    rows = [("u1", "user", "I shared my story at the library on Monday. Together we can build a kinder town.")]
+    kept, why, _ = await screened(rows, [("Nora shared her story at the library on Monday.", ["u1"]),
+                                         ("Nora felt it was important to build a kinder town.", ["u1"])])
+    assert kept == ["Nora shared her story at the library on Monday."]
+    assert why == {"Nora felt it was important to build a kinder town.": EXHORTED_REASON}
+
+
 # --- the lexical fast path -------------------------------------------------------------------
 
 async def test_near_copies_are_entailed_without_an_nli_call():

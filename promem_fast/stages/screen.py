@@ -327,6 +327,32 @@ def wished_only(text: str, user_name: str, turn_text: str) -> bool:
     return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
 
 
+# "By working together we can build a more inclusive world", "We can make a real impact
+# together": a collective exhortation, a stance rather than a fact of the user's life. The
+# span runs to the end of its clause, as a wish's does; a joint plan has a time or a will.
+_WE_SPAN = re.compile(r"(?:\b(?:by\s+)?\w+ing\s+together,?\s+)?"
+                      r"\b(?:we\s+(?:can|could|should|must|all)|together,?\s+we(?:'ll|\s+will|\s+can)?)\b"
+                      rf"(?:(?!{_WISH_END}).)*", re.I)
+_JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|tomorrow|tonight|today|weekends?|"
+                         r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b|\d", re.I)
+
+
+def exhorted_only(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
+    inside a collective exhortation ("we can ...", "we should ...", "we all ...", "by working
+    together we can ...", to the end of its clause) and ``text`` names no plan or time ("will",
+    "plan", "next Friday", a number): "By working together we can build a more inclusive
+    world" -> "User felt it was important to work together and build a more inclusive world".
+    Checked on the dev data: 4 filler memories of the labelled runs, no correct one; 1 of the
+    347 LoCoMo dev observations with an evidence turn of their speaker (a shared
+    encouragement). English only. Shape: str in, bool out."""
+    turn_text = turn_text.replace("\u2019", "'")
+    if _JOINT_PLAN.search(text):
+        return False
+    bare = _WE_SPAN.sub(" ", turn_text)
+    return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
+
+
 # name parts that are titles or roles, not the person ("Dr. Lee", "AI Assistant")
 _NAME_TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. sir ai assistant bot".split())
 

@@ -60,6 +60,7 @@ UNSTATED_REASON = "not stated in the user's turn (world knowledge or invented)"
 QUOTED_REASON = "quoted text, not the user's own statement"
 ASKED_REASON = "asked of the other speaker, not stated by the user"
 WISHED_REASON = "a wish of the user's stated as a fact"
+EXHORTED_REASON = "a collective exhortation ('we can ...') stated as the user's own"
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
@@ -346,7 +347,7 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
-            WISHED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON,
+            WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON,
             NOT_SELF_REASON, REVERSED_FEELING_REASON)
 
 
@@ -381,6 +382,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return ASKED_REASON
     if screen.wished_only(text, name, turn.content):
         return WISHED_REASON
+    if screen.exhorted_only(text, name, turn.content):
+        return EXHORTED_REASON
     if screen.urged_only(text, name, turn.content):
         return URGED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
