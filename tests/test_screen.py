@@ -867,7 +867,14 @@ def test_wished_only(entry, turn, wished):
     ("Nora felt it was important to work together and build a kinder world.",
      "I'm grateful for the chance. By working together we can build a kinder world.", True),
     ("Nora can make a real difference together with Kai.", "We can make a real difference together!", True),
-    ("Nora and Kai tackle life's challenges together.", "We all tackle life's challenges together, right?", True),
+    ("Nora and Kai tackle life's challenges together.", "We can tackle life's challenges together!", True),
+    # a "we" clause that states a fact, or says no "together"
+    ("Nora went camping with her family.", "We all went camping together, it was great.", False),
+    ("Nora can't afford a car.", "We can't afford a car together with the rent.", False),
+    ("Nora can finally afford a house.", "We can finally afford a house together!", False),
+    ("Nora and her husband built a treehouse.", "Together we built a treehouse for the kids.", False),
+    ("Nora should have left earlier.", "We should have left earlier together, we missed the train.", False),
+    ("Nora started hiking with her husband.", "We started hiking together, we should do it more often.", False),
     # a joint plan has a time or a will
     ("Nora and Kai will go hiking next Saturday.", "We should go hiking next Saturday!", False),
     ("Nora plans a dance session with Kai.", "We should plan a dance session!", False),

@@ -328,28 +328,34 @@ def wished_only(text: str, user_name: str, turn_text: str) -> bool:
 
 
 # "By working together we can build a more inclusive world", "We can make a real impact
-# together": a collective exhortation, a stance rather than a fact of the user's life. The
-# span runs to the end of its clause, as a wish's does; a joint plan has a time or a will.
-_WE_SPAN = re.compile(r"(?:\b(?:by\s+)?\w+ing\s+together,?\s+)?"
-                      r"\b(?:we\s+(?:can|could|should|must|all)|together,?\s+we(?:'ll|\s+will|\s+can)?)\b"
+# together!": a collective exhortation, a stance rather than a fact of the user's life. Only a
+# "we can / could / should / must" clause (not "can't", "should have", "can finally") or
+# "together we'll" clause that says "together" counts: "we can finally afford a house" and
+# "together we built a treehouse" state facts. The span runs to the end of its clause, as a
+# wish's does; a joint plan has a time or a will.
+_WE_SPAN = re.compile(r"(?:\bby\s+\w+ing\s+together,?\s+)?"
+                      r"\b(?:together,?\s+we(?:'ll|\s+will)|(?:together,?\s+)?we\s+(?:can|could|should|must))\b"
+                      r"(?!'|\s+not\b|\s+(?:have|finally|now|already|still|never|only|barely|hardly|even)\b)"
                       rf"(?:(?!{_WISH_END}).)*", re.I)
-_JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|tomorrow|tonight|today|weekends?|"
-                         r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b|\d", re.I)
+_TOGETHER = re.compile(r"\btogether\b", re.I)
+_JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|last|ago|yesterday|tomorrow|tonight|today|"
+                         r"weekends?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|"
+                         r"june|july|august|september|october|november|december)\b|\d", re.I)
 
 
 def exhorted_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
-    inside a collective exhortation ("we can ...", "we should ...", "we all ...", "by working
-    together we can ...", to the end of its clause) and ``text`` names no plan or time ("will",
+    inside a collective exhortation (a "we can / could / should / must" clause that says
+    "together", "together we ...", to the end of its clause) and ``text`` names no plan or time ("will",
     "plan", "next Friday", a number): "By working together we can build a more inclusive
     world" -> "User felt it was important to work together and build a more inclusive world".
     Checked on the dev data: 4 filler memories of the labelled runs, no correct one; 1 of the
     347 LoCoMo dev observations with an evidence turn of their speaker (a shared
     encouragement). English only. Shape: str in, bool out."""
-    turn_text = turn_text.replace("\u2019", "'")
+    turn_text = re.sub("[\u2018\u2019\u02bc]", "'", turn_text)
     if _JOINT_PLAN.search(text):
         return False
-    bare = _WE_SPAN.sub(" ", turn_text)
+    bare = _WE_SPAN.sub(lambda m: " " if _TOGETHER.search(m.group(0)) else m.group(0), turn_text)
     return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
 
 

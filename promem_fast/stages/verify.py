@@ -347,8 +347,8 @@ def _live(state: PipelineState, only: Optional[list[int]]) -> list[int]:
 def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
-            WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON, PLACEHOLDER_REASON,
-            NOT_SELF_REASON, REVERSED_FEELING_REASON)
+            WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
+            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
