@@ -322,14 +322,10 @@ def _clauses_of_repeat(entry: str, facts: list[str], user_name: str) -> list[str
     skipping the team run because her ankle hurts")."""
     key = norm_key(entry)
     others = [f for f in facts if norm_key(f) != key]
-    out: list[str] = []
-    for f in facts:
-        if norm_key(f) != key:
-            out.append(f)
-            continue
-        out.extend(c for c in screen.split_clauses(entry, user_name)
-                   if all(norm_key(c) != norm_key(o) and screen.support(c, user_name, o) < 1.0 for o in others))
-    return out
+    # support 1.0 covers a piece equal to another fact too
+    pieces = [c for c in screen.split_clauses(entry, user_name)
+              if all(screen.support(c, user_name, o) < 1.0 for o in others)]
+    return [g for f in facts for g in (pieces if norm_key(f) == key else [f])]
 
 
 def _join(facts: list[str]) -> str:
