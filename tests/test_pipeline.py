@@ -4,6 +4,7 @@ variants, error handling and cost accounting."""
 from __future__ import annotations
 
 import asyncio
+import re
 import unicodedata
 from datetime import datetime
 
@@ -104,7 +105,7 @@ def test_stats_count_calls_and_tokens_per_stage_exactly():
 
 def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
     g, svc = run()
-    session_calls = [c for c in svc.llm.calls if c.stage in ("relations", "draft")]
+    session_calls = [c for c in svc.llm.calls if c.stage == "draft"]
     prefix = session_calls[0].messages[-1]["content"].split("### Task")[0]
     assert prefix.startswith("Dialogue of user Alice")
     assert "## 2023-05-08 (Monday)" in prefix and "[t2] Assistant (assistant): Congrats!" in prefix
@@ -125,6 +126,23 @@ def test_every_session_prompt_shares_the_system_message_and_dialogue_prefix():
                 for st in ("details", "events")}
     assert shown_by["details"] == shown_by["events"]
     assert not any("(user):" in task_of(c) for c in event_calls if c.stage == "details")
+
+
+def test_relation_inference_sees_the_event_list_not_the_dialogue():
+    # Figure 11: the edges are inferred from the events alone; §3.5 checks them against the dialogue
+    g, svc = run()
+    (call,) = [c for c in svc.llm.calls if c.stage == "relations"]
+    body = call.messages[-1]["content"]
+    assert "Dialogue of user" not in body and "(user):" not in body
+    assert re.search(r"^E1: .+$", body, re.M) and re.search(r"^E2: .+$", body, re.M)
+    # no more edges asked for than relation verification checks (max_relation_checks, 8)
+    assert call.json_schema["maxItems"] == 8 and "at most 8" in body
+
+
+def test_no_relation_request_when_no_edge_could_be_checked():
+    g, svc = run(max_relation_checks=0)
+    assert "relations" not in stages_called(svc) and "relation_verify" not in stages_called(svc)
+    assert g.relations == [] and g.events
 
 
 def test_on_stage_callback_reports_start_and_end():

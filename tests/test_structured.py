@@ -86,7 +86,7 @@ def test_every_request_schema_of_a_run_is_a_valid_json_schema(monkeypatch):
 
 
 @pytest.mark.parametrize("module, name", [
-    ("promem_fast.prompts.extract", "RELATIONS_SCHEMA"), ("promem_fast.prompts.verify", "ADJUDICATE_SCHEMA"),
+    ("promem_fast.prompts.verify", "ADJUDICATE_SCHEMA"),
     ("promem_fast.prompts.v1", "EVIDENCE_SCHEMA"), ("promem_fast.prompts.relate", "ANSWERABLE_SCHEMA"),
     ("promem_fast.prompts.relate", "SUPPORTED_SCHEMA"), ("promem_fast.eval.judge_prompts", "INTEGRITY_SCHEMA"),
     ("promem_fast.eval.judge_prompts", "ACCURACY_SCHEMA"), ("promem_fast.eval.judge_prompts", "QA_SCHEMA"),

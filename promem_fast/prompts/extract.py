@@ -14,7 +14,6 @@ from .common import PHRASE_CHARS, id_list, session_messages, standalone_messages
 # fact of <= 240 characters with its turn ids, ~18 per detail phrase), so a complete answer is never cut off.
 FACT_TOKENS = 80
 DETAIL_TOKENS = 18
-RELATIONS_MAX_TOKENS = 240
 
 
 def facts_max_tokens(max_items: int) -> int:
@@ -85,25 +84,37 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
 
 # [source, type, target]; the type is checked in code (causal|temporal) so that tuple
 # schemas (prefixItems), which not every grammar converter supports, are not needed.
-RELATIONS_SCHEMA = {
-    "type": "array",
-    "maxItems": 12,
-    "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
-}
+EDGE_TOKENS = 14  # one ["E12", "temporal", "E3"] item with its separator
 
 
-def relations_request(block: str, event_lines: Sequence[str]) -> LLMRequest:
-    """Causal / temporal edges between events (Figure 11 intent).
+def relations_schema(max_edges: int) -> dict:
+    """JSON Schema of a relations answer: at most ``max_edges`` ``[source, type, target]`` triples."""
+    return {
+        "type": "array",
+        "maxItems": max_edges,
+        "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+    }
 
-    ``event_lines`` are ``"E1: text"`` lines. Output JSON: ``[["E1", "causal", "E2"], ...]``.
+
+def relations_request(event_lines: Sequence[str], max_edges: int) -> LLMRequest:
+    """Causal / temporal edges between events (Figure 11 intent: the model sees the event list
+    only, not the dialogue; every edge is checked against the dialogue in §3.5).
+
+    ``event_lines`` are ``"E1: text"`` lines; ``max_edges`` is the most edges asked for (the
+    pipeline passes ``max_relation_checks``: an edge beyond it would never be verified).
+    Before 2026-12-05 the prompt opened with the session's dialogue; on the LoCoMo dev slice
+    that was ~520 uncached prompt tokens per session for edges of which none was ever kept.
+
+    Output JSON: ``[["E1", "causal", "E2"], ...]``.
     """
     instr = (
-        "Events:\n" + "\n".join(event_lines) + "\n"
+        "Events from one user's dialogue:\n" + "\n".join(event_lines) + "\n"
         'List clear links between these events: "causal" (A leads to B) or "temporal" '
-        "(A happens before B). Only links the dialogue or common sense strongly supports; "
-        'none if unrelated. JSON: [["E1", "causal", "E2"]]'
+        "(A happens before B). Only links the events themselves or common sense strongly support; "
+        f'none if unrelated; at most {max_edges}. JSON: [["E1", "causal", "E2"]]'
     )
-    return LLMRequest(session_messages(block, instr), RELATIONS_SCHEMA, RELATIONS_MAX_TOKENS, stage="relations")
+    return LLMRequest(standalone_messages(instr), relations_schema(max_edges), EDGE_TOKENS * max_edges + 10,
+                      stage="relations")
 
 
 def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:

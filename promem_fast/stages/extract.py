@@ -434,12 +434,14 @@ def parse_edges(state: PipelineState, raw: list[list[str]], n_events: int) -> li
 
 async def infer_relations(ctx: SessionContext, state: PipelineState) -> list[tuple[int, str, int]]:
     """Initial causal/temporal edges between events (§3.2, Figure 11 intent); sets
-    ``state.event_edges`` as (event index, type, event index). No call for < 2 events."""
-    if len(state.events) < 2:
+    ``state.event_edges`` as (event index, type, event index). No call for < 2 events, nor
+    with ``max_relation_checks`` = 0 (no edge could be verified)."""
+    cap = ctx.config.pipeline.max_relation_checks
+    if len(state.events) < 2 or cap == 0:
         state.event_edges = []
         return []
     lines = [f"E{i + 1}: {e.text}" for i, e in enumerate(state.events)]
-    (out,) = await ctx.llm_json([relations_request(state.block, lines)], "relations")
+    (out,) = await ctx.llm_json([relations_request(lines, cap)], "relations")
     state.event_edges = parse_edges(state, out, len(state.events))
     return state.event_edges
 
