@@ -229,7 +229,11 @@ class PipelineConfig(_Cfg):
     max_events_per_topic: int = Field(default=6, ge=1, description="Most events abstracted per topic segment (§3.2).")
     max_draft_facts: int = Field(default=30, ge=1, description="Most entries in the initial draft / one-off / v1 extraction.")
     max_atomic_facts: int = Field(default=5, ge=1, description="Most atomic facts per decomposed entry (§3.4).")
-    max_relation_checks: int = Field(default=8, ge=0, description="Most candidate edges verified per session (§3.5).")
+    max_relation_checks: int = Field(
+        default=8, ge=0, le=64,
+        description="Most candidate edges verified per session (§3.5); the relation request (§3.2) asks for "
+        "max(this, 12) edges; 0: no relation request.",
+    )
 
 
 class Config(_Cfg):

@@ -84,29 +84,37 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
 
 # [source, type, target]; the type is checked in code (causal|temporal) so that tuple
 # schemas (prefixItems), which not every grammar converter supports, are not needed.
-EDGE_TOKENS = 14  # one ["E12", "temporal", "E3"] item with its separator
+EDGE_TOKENS = 16  # one ["E12", "temporal", "E13"] item with its separator is 15 tokens for Qwen2.5
+EDGE_CANDIDATES = 12  # edges asked for at least: remapping onto memory entries (§3.5) drops many
 
 
 def relations_schema(max_edges: int) -> dict:
-    """JSON Schema of a relations answer: at most ``max_edges`` ``[source, type, target]`` triples."""
+    """JSON Schema of a relations answer: at most ``max_edges`` ``[source, type, target]``
+    triples of short strings ("E12", "temporal")."""
     return {
         "type": "array",
         "maxItems": max_edges,
-        "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+        "items": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 3, "maxItems": 3},
     }
 
 
 def relations_request(event_lines: Sequence[str], max_edges: int) -> LLMRequest:
-    """Causal / temporal edges between events (Figure 11 intent: the model sees the event list
-    only, not the dialogue; every edge is checked against the dialogue in §3.5).
+    """Candidate causal / temporal edges between events (§3.2; Figure 11 intent: the model
+    sees the event list only, not the dialogue; §3.5 then drops the edges the flat memory
+    already answers and checks the rest against the dialogue).
 
-    ``event_lines`` are ``"E1: text"`` lines; ``max_edges`` is the most edges asked for (the
-    pipeline passes ``max_relation_checks``: an edge beyond it would never be verified).
-    Before 2026-12-05 the prompt opened with the session's dialogue; on the LoCoMo dev slice
-    that was ~520 uncached prompt tokens per session for edges of which none was ever kept.
+    ``event_lines`` are ``"E1: text"`` lines; ``max_edges`` (>= 1) is the most edges asked
+    for. Until 68fe352 the prompt opened with the session's dialogue: on the a625fc9 LoCoMo
+    run, 1,230 prompt tokens per session, 524 of them uncached, against ~400 (~260 uncached,
+    estimated from the stored events) for the event list alone.
 
     Output JSON: ``[["E1", "causal", "E2"], ...]``.
+
+    Raises:
+        ValueError: ``max_edges`` < 1.
     """
+    if max_edges < 1:
+        raise ValueError(f"relations_request: max_edges must be >= 1, got {max_edges}")
     instr = (
         "Events from one user's dialogue:\n" + "\n".join(event_lines) + "\n"
         'List clear links between these events: "causal" (A leads to B) or "temporal" '

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..context import SessionContext
 from ..prompts.common import FACT_CHARS, dialogue_block
-from ..prompts.extract import details_request, draft_request, events_request, relations_request
+from ..prompts.extract import EDGE_CANDIDATES, details_request, draft_request, events_request, relations_request
 from ..schema import Turn
 from .state import Candidate, Entry, PipelineState, clean_text, has_text, norm_key
 
@@ -434,14 +434,16 @@ def parse_edges(state: PipelineState, raw: list[list[str]], n_events: int) -> li
 
 async def infer_relations(ctx: SessionContext, state: PipelineState) -> list[tuple[int, str, int]]:
     """Initial causal/temporal edges between events (§3.2, Figure 11 intent); sets
-    ``state.event_edges`` as (event index, type, event index). No call for < 2 events, nor
-    with ``max_relation_checks`` = 0 (no edge could be verified)."""
+    ``state.event_edges`` as (event index, type, event index). Asks for
+    ``max(max_relation_checks, EDGE_CANDIDATES)`` edges, since §3.5 drops those whose ends
+    are not live memory entries before it checks ``max_relation_checks`` of them. No call for
+    < 2 events, nor with ``max_relation_checks`` = 0 (no edge could be verified)."""
     cap = ctx.config.pipeline.max_relation_checks
     if len(state.events) < 2 or cap == 0:
         state.event_edges = []
         return []
     lines = [f"E{i + 1}: {e.text}" for i, e in enumerate(state.events)]
-    (out,) = await ctx.llm_json([relations_request(lines, cap)], "relations")
+    (out,) = await ctx.llm_json([relations_request(lines, max(cap, EDGE_CANDIDATES))], "relations")
     state.event_edges = parse_edges(state, out, len(state.events))
     return state.event_edges
 
