@@ -79,12 +79,15 @@ class SessionContext:
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
-        """Charge the wall time of the block to ``stage`` (seconds)."""
+        """Charge the wall time of the block to ``stage`` (seconds). The stage's stats entry is
+        made when the block starts, so ``stats.stages`` lists stages in the order they started,
+        the same in every run, however concurrent stages interleave."""
+        st = self._stage(stage)
         t = time.perf_counter()
         try:
             yield
         finally:
-            self._stage(stage).seconds += time.perf_counter() - t
+            st.seconds += time.perf_counter() - t
 
     async def llm(self, requests: Sequence[LLMRequest], stage: str) -> list[LLMResponse]:
         """Run completions, charging calls and tokens to ``stage``."""

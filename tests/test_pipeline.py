@@ -547,6 +547,60 @@ def test_failed_first_stage_branch_cancels_its_siblings():
     assert "relations" not in stages and "draft" not in stages, stages
 
 
+class SlowStageLLM(ScriptedLLM):
+    """Requests of ``slow`` take ``delay`` seconds (others 0.01 s); records when each request
+    was sent and answered, by stage. With ``fail`` the slow stage raises instead of answering."""
+
+    def __init__(self, slow, delay, fail=False, **kw):
+        super().__init__(**kw)
+        self.slow, self.delay, self.fail = slow, delay, fail
+        self.sent: list[tuple[str, float]] = []
+        self.answered: list[tuple[str, float]] = []
+
+    async def generate(self, requests):
+        loop = asyncio.get_running_loop()
+        self.sent += [(q.stage, loop.time()) for q in requests]
+        slow = any(q.stage == self.slow for q in requests)
+        await asyncio.sleep(self.delay if slow else 0.01)
+        if slow and self.fail:
+            raise RuntimeError(f"{self.slow} backend down")
+        out = await super().generate(requests)
+        self.answered += [(q.stage, loop.time()) for q in requests]
+        return out
+
+
+def test_relations_runs_beside_verification_and_yields_the_same_graph():
+    # relation inference reads only the events: CC, HV and recovery do not wait for its answer
+    svc = make_services()
+    svc.llm = SlowStageLLM("relations", 0.5, rules=promem_rules())
+    g = Extractor(make_config(), svc).extract(make_session())
+    (rel_done,) = [t for st, t in svc.llm.answered if st == "relations"]
+    verify_sent = [t for st, t in svc.llm.sent if st == "verify"]
+    assert verify_sent and min(verify_sent) < rel_done
+    # relation verification still reads the edges: it asks only after they are in
+    assert min(t for st, t in svc.llm.sent if st == "relation_verify") >= rel_done
+    ref, _ = run()
+    assert g.relations and g.relations == ref.relations
+    assert event_rows(g) == event_rows(ref) == FULL_EVENTS and detail_rows(g) == detail_rows(ref)
+    assert g.discarded == ref.discarded
+
+
+def test_failed_relations_call_fails_the_session_and_stops_verification():
+    svc = make_services()
+    svc.llm = SlowStageLLM("relations", 0.3, fail=True, rules=promem_rules())
+
+    async def main():
+        with pytest.raises(RuntimeError, match="relations backend down"):
+            await Extractor(make_config(), svc).aextract(make_session())
+        n = len(svc.llm.sent)
+        await asyncio.sleep(0.5)  # a branch left running would send more requests here
+        return n
+
+    n = asyncio.run(main())
+    assert len(svc.llm.sent) == n
+    assert "relation_verify" not in {st for st, _ in svc.llm.sent}
+
+
 class OnceInvalidLLM(ScriptedLLM):
     """The first call of ``stage`` answers prose instead of JSON; later calls follow the rules."""
 
