@@ -81,7 +81,8 @@ class SessionContext:
     def timed(self, stage: str) -> Iterator[None]:
         """Charge the wall time of the block to ``stage`` (seconds). The stage's stats entry is
         made when the block starts, so ``stats.stages`` lists stages in the order they started,
-        the same in every run, however concurrent stages interleave."""
+        not in the order their first model answer came back (which varies with the backend's
+        timing between two runs of one session)."""
         st = self._stage(stage)
         t = time.perf_counter()
         try:

@@ -547,47 +547,29 @@ def test_failed_first_stage_branch_cancels_its_siblings():
     assert "relations" not in stages and "draft" not in stages, stages
 
 
-class SlowStageLLM(ScriptedLLM):
-    """Requests of ``slow`` take ``delay`` seconds (others 0.01 s); records when each request
-    was sent and answered, by stage. With ``fail`` the slow stage raises instead of answering."""
+class FailingStageLLM(ScriptedLLM):
+    """Requests of ``stage`` raise after ``delay`` seconds; others take 0.01 s. ``sent`` lists
+    the stage of every request, in the order sent."""
 
-    def __init__(self, slow, delay, fail=False, **kw):
+    def __init__(self, stage, delay, **kw):
         super().__init__(**kw)
-        self.slow, self.delay, self.fail = slow, delay, fail
-        self.sent: list[tuple[str, float]] = []
-        self.answered: list[tuple[str, float]] = []
+        self.stage, self.delay = stage, delay
+        self.sent: list[str] = []
 
     async def generate(self, requests):
-        loop = asyncio.get_running_loop()
-        self.sent += [(q.stage, loop.time()) for q in requests]
-        slow = any(q.stage == self.slow for q in requests)
-        await asyncio.sleep(self.delay if slow else 0.01)
-        if slow and self.fail:
-            raise RuntimeError(f"{self.slow} backend down")
-        out = await super().generate(requests)
-        self.answered += [(q.stage, loop.time()) for q in requests]
-        return out
+        self.sent += [q.stage for q in requests]
+        if any(q.stage == self.stage for q in requests):
+            await asyncio.sleep(self.delay)
+            raise RuntimeError(f"{self.stage} backend down")
+        await asyncio.sleep(0.01)
+        return await super().generate(requests)
 
 
-def test_relations_runs_beside_verification_and_yields_the_same_graph():
-    # relation inference reads only the events: CC, HV and recovery do not wait for its answer
+def test_failed_relations_call_fails_the_session_before_verification():
+    # relations is part of stage 1: its failure fails the session (no partial graph) and no
+    # later stage sends a request, then or after
     svc = make_services()
-    svc.llm = SlowStageLLM("relations", 0.5, rules=promem_rules())
-    g = Extractor(make_config(), svc).extract(make_session())
-    (rel_done,) = [t for st, t in svc.llm.answered if st == "relations"]
-    verify_sent = [t for st, t in svc.llm.sent if st == "verify"]
-    assert verify_sent and min(verify_sent) < rel_done
-    # relation verification still reads the edges: it asks only after they are in
-    assert min(t for st, t in svc.llm.sent if st == "relation_verify") >= rel_done
-    ref, _ = run()
-    assert g.relations and g.relations == ref.relations
-    assert event_rows(g) == event_rows(ref) == FULL_EVENTS and detail_rows(g) == detail_rows(ref)
-    assert g.discarded == ref.discarded
-
-
-def test_failed_relations_call_fails_the_session_and_stops_verification():
-    svc = make_services()
-    svc.llm = SlowStageLLM("relations", 0.3, fail=True, rules=promem_rules())
+    svc.llm = FailingStageLLM("relations", 0.3, rules=promem_rules())
 
     async def main():
         with pytest.raises(RuntimeError, match="relations backend down"):
@@ -598,7 +580,28 @@ def test_failed_relations_call_fails_the_session_and_stops_verification():
 
     n = asyncio.run(main())
     assert len(svc.llm.sent) == n
-    assert "relation_verify" not in {st for st, _ in svc.llm.sent}
+    assert set(svc.llm.sent) == {"details", "events", "draft", "relations"}
+
+
+class SlowDraftLLM(ScriptedLLM):
+    """The draft request takes 0.3 s; every other request 0.01 s."""
+
+    async def generate(self, requests):
+        await asyncio.sleep(0.3 if any(q.stage == "draft" for q in requests) else 0.01)
+        return await super().generate(requests)
+
+
+def test_stage_stats_are_listed_in_start_order_whatever_finishes_first():
+    # a slow draft ends after relations has run; the stats still list stages as they started,
+    # so two runs of one session give the same graph JSON (bench's identical_graphs)
+    svc, even = make_services(), make_services()
+    svc.llm = SlowDraftLLM(rules=promem_rules())
+    even.llm = ScriptedLLM(rules=promem_rules(), latency_s=0.01)  # the draft ends before relations starts
+    g = Extractor(make_config(), svc).extract(make_session())
+    ref = Extractor(make_config(), even).extract(make_session())
+    assert list(g.stats.stages) == list(ref.stats.stages) == [
+        "segment", "details", "events", "draft", "relations", "completeness", "verify", "recover",
+        "relation_verify", "anchor"]
 
 
 class OnceInvalidLLM(ScriptedLLM):

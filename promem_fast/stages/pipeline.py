@@ -2,13 +2,10 @@
 
 Variant "promem" (ProMem §3; Figure 4), each step switchable by :class:`PipelineConfig`:
 
-    segment -> details ‖ events ‖ draft                     (§3.2, §3.3; run concurrently)
+    segment -> [details ‖ events -> relations] ‖ draft      (§3.2, §3.3; run concurrently)
     -> completeness (CC, §3.3) -> verify (HV, §3.4) -> recover (CC on details, then HV)
     -> dedup (v1's merge at tau_dup, counted under verify)
     -> relation_verify (Rel, §3.5) -> anchor (DA, §3.5) -> dates
-
-    relations (§3.2) starts when events end and runs beside everything up to relation_verify,
-    the first stage that reads its edges, so its LLM call is off the session's critical path.
 
 Variant "one-off": one extraction call (§3.1 baseline). Variant "v1": initial extraction,
 turn-coverage completion, self-questioning evidence check, dedup (stages/v1.py).
@@ -19,7 +16,6 @@ stats and reports start/end to the ``on_stage`` callback.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable, Optional
@@ -157,15 +153,9 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
             async with stage_scope(ctx, "details", on_stage):
                 await extract_details(ctx, state)
 
-    events_done = asyncio.Event()
-
-    async def events_then_relations() -> None:
+    async def events_and_relations() -> None:
         async with stage_scope(ctx, "events", on_stage):
             await abstract_events(ctx, state)
-        events_done.set()
-        # Relations reads only the event list and writes only state.event_edges, which nothing
-        # before relation_verify reads: running it beside CC, HV and recovery takes its call
-        # (67 of the 182 s a LoCoMo session spent after stage 1 at 95ceac6) off the critical path.
         if p.relations:
             async with stage_scope(ctx, "relations", on_stage):
                 await infer_relations(ctx, state)
@@ -174,38 +164,34 @@ async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStag
         async with stage_scope(ctx, "draft", on_stage):
             await extract_draft(ctx, state)
 
-    async def verified_memory() -> None:
-        # §3.2 "parallel execution": stage 1 and the draft run at once; CC needs all three
-        await gather_or_cancel([details(), draft(), events_done.wait()])
-        async with stage_scope(ctx, "completeness", on_stage):
-            await completeness_check(ctx, state, recover=p.completeness_check)
-        async with stage_scope(ctx, "verify", on_stage):
-            if p.hallucination_verification:
-                await verify_entries(ctx, state)
-            else:
-                await ground_entries(ctx, state)  # grounding (no NLI) still serves anchoring and dates
-        if p.completeness_check and p.recover_details and p.details:
-            async with stage_scope(ctx, "recover", on_stage):
-                new = await recover_from_details(ctx, state)
-            if new:
-                # HV of the re-read entries: its calls and its time both count as "verify" (no second
-                # progress event: the session has passed that stage once)
-                with ctx.timed("verify"):
-                    if p.hallucination_verification:
-                        await verify_entries(ctx, state, only=new)
-                    else:
-                        await ground_entries(ctx, state, only=new)
-        if p.hallucination_verification and p.dedup:
-            with ctx.timed("verify"):
-                await dedup_entries(ctx, state)
-        if p.hallucination_verification and p.keep_turn_language:
-            with ctx.timed("verify"):
-                await restore_language(ctx, state)
+    # §3.2 "parallel execution": one await carries all of stage 1 and the draft; a failed
+    # branch cancels the others so no LLM work continues for a session that has failed.
+    await gather_or_cancel([details(), events_and_relations(), draft()])
 
-    # relation_verify needs both; a failed branch cancels the other, so no LLM work continues
-    # for a session that has failed
-    await gather_or_cancel([events_then_relations(), verified_memory()])
-
+    async with stage_scope(ctx, "completeness", on_stage):
+        await completeness_check(ctx, state, recover=p.completeness_check)
+    async with stage_scope(ctx, "verify", on_stage):
+        if p.hallucination_verification:
+            await verify_entries(ctx, state)
+        else:
+            await ground_entries(ctx, state)  # grounding (no NLI) still serves anchoring and dates
+    if p.completeness_check and p.recover_details and p.details:
+        async with stage_scope(ctx, "recover", on_stage):
+            new = await recover_from_details(ctx, state)
+        if new:
+            # HV of the re-read entries: its calls and its time both count as "verify" (no second
+            # progress event: the session has passed that stage once)
+            with ctx.timed("verify"):
+                if p.hallucination_verification:
+                    await verify_entries(ctx, state, only=new)
+                else:
+                    await ground_entries(ctx, state, only=new)
+    if p.hallucination_verification and p.dedup:
+        with ctx.timed("verify"):
+            await dedup_entries(ctx, state)
+    if p.hallucination_verification and p.keep_turn_language:
+        with ctx.timed("verify"):
+            await restore_language(ctx, state)
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)
