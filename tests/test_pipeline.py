@@ -596,7 +596,7 @@ def test_stage_stats_are_listed_in_start_order_whatever_finishes_first():
     # so two runs of one session give the same graph JSON (bench's identical_graphs)
     svc, even = make_services(), make_services()
     svc.llm = SlowDraftLLM(rules=promem_rules())
-    even.llm = ScriptedLLM(rules=promem_rules(), latency_s=0.01)  # the draft ends before relations starts
+    even.llm = ScriptedLLM(rules=promem_rules(), latency_s=0.01)  # the draft answers before relations does
     g = Extractor(make_config(), svc).extract(make_session())
     ref = Extractor(make_config(), even).extract(make_session())
     assert list(g.stats.stages) == list(ref.stats.stages) == [
