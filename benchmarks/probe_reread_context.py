@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -27,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from promem_fast.backends.base import LLMRequest  # noqa: E402
-from promem_fast.prompts.common import standalone_messages, str_list_schema, turn_line  # noqa: E402
-from promem_fast.prompts.extract import facts_max_tokens, recover_request  # noqa: E402
+from promem_fast.prompts.common import turn_line  # noqa: E402
+from promem_fast.prompts.extract import recover_request  # noqa: E402
 
 # turns whose re-read was wrong or filler in labelled runs (the first six), and three whose
 # re-read was correct, as a check that the context does not cost those
@@ -41,22 +42,16 @@ CONTEXT_WORDS = 40
 
 
 def with_line_before(before: str, turn: str, user_name: str, missing: list[str], max_facts: int) -> LLMRequest:
-    """recover_request's instruction with the line before the turn shown first."""
-    quoted = "; ".join(f'"{m}"' for m in missing)
-    instr = (
-        f"Line before: {before}\n"
-        f"Turn: {turn}\n"
-        f"Memory so far does not say what this turn says about: {quoted}. Write each fact this turn "
-        f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
-        f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
-        "with any negation and reason exactly as the turn states them, in the turn's language. "
+    """recover_request's request with the line before the turn shown first, and one sentence
+    that says what that line is for."""
+    req = recover_request(turn, user_name, missing, max_facts)
+    body = req.messages[-1]["content"]
+    assert body.count("Turn: ") == 1 and body.count("Use only what the turn says") == 1, "recover_request changed"
+    body = body.replace("Turn: ", f"Line before: {before}\nTurn: ").replace(
+        "Use only what the turn says",
         "The line before is only there to show what the turn answers or refers to; what it says of its own "
-        f"speaker is not about {user_name}. "
-        "Use only what the turn says; add nothing. Skip greetings, thanks, praise of the other person, "
-        f'sayings and remarks about the chat. At most {max_facts}. JSON: ["...", "..."]'
-    )
-    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
-                      stage="recover")
+        f"speaker is not about {user_name}. Use only what the turn says")
+    return dataclasses.replace(req, messages=[*req.messages[:-1], {**req.messages[-1], "content": body}])
 
 
 def main(argv=None) -> int:
