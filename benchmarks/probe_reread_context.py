@@ -64,8 +64,8 @@ def main(argv=None) -> int:
 
     from bench_precision import load_slice
 
+    from promem_fast.backends.registry import create_llm
     from promem_fast.config import Config
-    from promem_fast.context import Services
     from promem_fast.results_log import append_line, run_fields
 
     sessions = {s.session_id: s for s in load_slice("locomo", args.data)}
@@ -82,13 +82,14 @@ def main(argv=None) -> int:
         line = turn_line(s.turns[k], s.user_name)
         reqs += [recover_request(line, s.user_name, missing, n), with_line_before(before, line, s.user_name, missing, n)]
         meta.append({"session_id": sid, "turn_id": tid, "missing": missing, "line_before": before})
-    services = Services.from_config(Config())
-    outs = asyncio.run(services.llm.generate(reqs))
+    cfg = Config()
+    llm = create_llm(cfg.llm, cache_dir=cfg.cache_dir)  # only the LLM: the probe needs no NLI or embeddings
+    outs = asyncio.run(llm.generate(reqs))
     for k, m in enumerate(meta):
         m["turn_only"] = outs[2 * k].text.strip()
         m["with_line_before"] = outs[2 * k + 1].text.strip()
     rec = {"bench": "probe_reread_context", **run_fields(), "graphs": str(args.graphs.relative_to(ROOT))
-           if args.graphs.is_relative_to(ROOT) else str(args.graphs), "llm": services.model_names().get("llm"),
+           if args.graphs.is_relative_to(ROOT) else str(args.graphs), "llm": getattr(llm, "model_name", llm.name),
            "cases": meta}
     print(json.dumps(rec, ensure_ascii=False))
     if args.append:

@@ -523,19 +523,28 @@ def test_non_english_text_passes_through_unchanged():
     assert [d.text for d in g.details] == ["杭州", "自行车"]
 
 
-class FailingDraftLLM(ScriptedLLM):
-    """The draft call fails at once; every other call takes 0.2 s."""
+class StageTimedLLM(ScriptedLLM):
+    """Requests of ``stage`` take ``delay`` seconds and then raise when ``fail``; every other
+    request takes ``others`` seconds. ``sent`` lists the stage of every request, in the order
+    sent."""
+
+    def __init__(self, stage, delay, *, fail=False, others=0.01, **kw):
+        super().__init__(**kw)
+        self.stage, self.delay, self.fail, self.others = stage, delay, fail, others
+        self.sent: list[str] = []
 
     async def generate(self, requests):
-        if any(q.stage == "draft" for q in requests):
-            raise RuntimeError("draft backend down")
-        await asyncio.sleep(0.2)
+        self.sent += [q.stage for q in requests]
+        hit = any(q.stage == self.stage for q in requests)
+        await asyncio.sleep(self.delay if hit else self.others)
+        if hit and self.fail:
+            raise RuntimeError(f"{self.stage} backend down")
         return await super().generate(requests)
 
 
 def test_failed_first_stage_branch_cancels_its_siblings():
     svc = make_services()
-    svc.llm = FailingDraftLLM(rules=promem_rules())
+    svc.llm = StageTimedLLM("draft", 0, fail=True, others=0.2, rules=promem_rules())
 
     async def main():
         with pytest.raises(RuntimeError, match="draft backend down"):
@@ -547,29 +556,11 @@ def test_failed_first_stage_branch_cancels_its_siblings():
     assert "relations" not in stages and "draft" not in stages, stages
 
 
-class FailingStageLLM(ScriptedLLM):
-    """Requests of ``stage`` raise after ``delay`` seconds; others take 0.01 s. ``sent`` lists
-    the stage of every request, in the order sent."""
-
-    def __init__(self, stage, delay, **kw):
-        super().__init__(**kw)
-        self.stage, self.delay = stage, delay
-        self.sent: list[str] = []
-
-    async def generate(self, requests):
-        self.sent += [q.stage for q in requests]
-        if any(q.stage == self.stage for q in requests):
-            await asyncio.sleep(self.delay)
-            raise RuntimeError(f"{self.stage} backend down")
-        await asyncio.sleep(0.01)
-        return await super().generate(requests)
-
-
 def test_failed_relations_call_fails_the_session_before_verification():
     # relations is part of stage 1: its failure fails the session (no partial graph) and no
     # later stage sends a request, then or after
     svc = make_services()
-    svc.llm = FailingStageLLM("relations", 0.3, rules=promem_rules())
+    svc.llm = StageTimedLLM("relations", 0.3, fail=True, rules=promem_rules())
 
     async def main():
         with pytest.raises(RuntimeError, match="relations backend down"):
@@ -583,19 +574,11 @@ def test_failed_relations_call_fails_the_session_before_verification():
     assert set(svc.llm.sent) == {"details", "events", "draft", "relations"}
 
 
-class SlowDraftLLM(ScriptedLLM):
-    """The draft request takes 0.3 s; every other request 0.01 s."""
-
-    async def generate(self, requests):
-        await asyncio.sleep(0.3 if any(q.stage == "draft" for q in requests) else 0.01)
-        return await super().generate(requests)
-
-
 def test_stage_stats_are_listed_in_start_order_whatever_finishes_first():
     # a slow draft ends after relations has run; the stats still list stages as they started,
     # so two runs of one session give the same graph JSON (bench's identical_graphs)
     svc, even = make_services(), make_services()
-    svc.llm = SlowDraftLLM(rules=promem_rules())
+    svc.llm = StageTimedLLM("draft", 0.3, rules=promem_rules())
     even.llm = ScriptedLLM(rules=promem_rules(), latency_s=0.01)  # the draft answers before relations does
     g = Extractor(make_config(), svc).extract(make_session())
     ref = Extractor(make_config(), even).extract(make_session())
