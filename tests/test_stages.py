@@ -649,6 +649,13 @@ def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
     assert third_person("Sarah Garcia toured a World War I museum because I asked.", name) == (
         "Sarah Garcia toured a World War I museum because Sarah Garcia asked.")
     assert third_person("Sarah Garcia moved to the US in 2021.", name) == "Sarah Garcia moved to the US in 2021."
+    # the verb after a replaced "I" agrees with the name; past forms, modals and forms that
+    # are both base and past ("read") stay as written
+    assert third_person("Sarah Garcia says I love being a mom and I really enjoy hiking.", name) == (
+        "Sarah Garcia says Sarah Garcia loves being a mom and Sarah Garcia really enjoys hiking.")
+    assert third_person("Sarah Garcia says I don't fly, I try, I went home, I can swim, I read a lot.", name) == (
+        "Sarah Garcia says Sarah Garcia doesn't fly, Sarah Garcia tries, Sarah Garcia went home, "
+        "Sarah Garcia can swim, Sarah Garcia read a lot.")
     # copies: not opening with the user's name, a longer word ("Sarahs"), or a plural "we"
     assert third_person("The stories were so inspiring! I was so happy.", name) is None
     assert third_person("Sarahs friend said I am late.", name) is None
@@ -783,6 +790,10 @@ def test_a_fact_cut_off_at_the_length_cap_keeps_only_its_complete_part():
         "Nora is a manager at Oracle"]  # short: not cut off, kept as written
     assert [d.reason for d in state.discarded] == [CUT_OFF_REASON]  # no complete sentence: clauses are not kept
     assert uncut("Nora moved", "Nora moved") == "Nora moved"
+    # closed after a comma or a conjunction: the dangling end goes, the fact stays
+    assert uncut("Nora is 5 years old now,", "Nora is 5 years old now,") == "Nora is 5 years old now"
+    assert uncut("x", "Nora quit her job and") == "Nora quit her job"
+    assert uncut("x", "Nora loves bread and butter.") == "Nora loves bread and butter."
     # sentence ends, not abbreviations, initials or ordinals; CJK stops; closing quotes stay
     assert complete_part("Nora moved to Oslo.") == "Nora moved to Oslo."
     assert complete_part("Nora visited Dr. Smith at the clinic, and she") is None

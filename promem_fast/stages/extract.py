@@ -17,6 +17,8 @@ import re
 import unicodedata
 from typing import Any, Mapping, Optional, Sequence
 
+from lemminflect import getAllInflections, getAllLemmas
+
 from ..context import SessionContext
 from ..prompts.common import FACT_CHARS, dialogue_block
 from ..prompts.extract import EDGE_CANDIDATES, details_request, draft_request, events_request, relations_request
@@ -62,6 +64,8 @@ dr mr mrs ms mx st jr sr prof vs etc e.g i.e a.m p.m no nr inc ltd co mt ft ca b
 # a day number before a month is an ordinal ("am 3. Mai"), not a sentence end ("She is 39. Her")
 _MONTH_NEXT = re.compile(r"\s+(?:jan|feb|m[aä]r|apr|ma[iy]|jun|jul|aug|sep|o[ck]t|nov|de[cz])", re.I)
 CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence: a partial output"
+# a fact the model closed after a comma or a conjunction: what it began to add is not there
+_DANGLING_END = re.compile(r"(?:\s*[,;:，；：、]|\s+(?:and|or|but|because|while))+\s*$", re.I)
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -72,8 +76,11 @@ _SINGULAR_FIRST_PERSON = [
     (re.compile(r"\b(?:[Mm]y|[Mm]ine)\b"), "{n}'s"),
     (re.compile(r"\b(?:[Mm]e|[Mm]yself)\b"), "{n}"),
 ]
-# a bare "I" right after a capitalised word is a numeral ("World War I", "Henry I"), kept
-_BARE_I = re.compile(r"(\b[A-Z][\w'’-]* )?\bI\b")
+# a bare "I" right after a capitalised word is a numeral ("World War I", "Henry I"), kept;
+# the verb after it (past one adverb) is read to agree with the name that replaces it
+_BARE_I = re.compile(r"(\b[A-Z][\w'’-]* )?\bI\b((?: (?:also|just|really|still|always|never|often|usually|"
+                     r"sometimes|even|only|truly|absolutely|totally|definitely|genuinely|actually|finally|"
+                     r"especially|honestly|mostly|recently|rarely|seriously))? )?([a-z]+n['’]t|[a-z]+)?")
 
 
 def copies_dialogue_line(text: str) -> bool:
@@ -102,7 +109,34 @@ def third_person(text: str, user_name: str) -> Optional[str]:
         return None
     for pat, repl in _SINGULAR_FIRST_PERSON:
         text = pat.sub(repl.format(n=user_name), text)
-    return _BARE_I.sub(lambda m: m.group(0) if m.group(1) else user_name, text)
+
+    def bare_i(m: re.Match) -> str:
+        if m.group(1):
+            return m.group(0)
+        verb = m.group(3) or ""
+        return user_name + (m.group(2) or "") + (third_person_verb(verb) if m.group(2) is not None else verb)
+
+    return _BARE_I.sub(bare_i, text)
+
+
+def third_person_verb(word: str) -> str:
+    """``word`` as it agrees with a third-person singular subject when it is a verb in the
+    form that only "I" takes ("love" -> "loves", "don't" -> "doesn't"); anything else as it
+    is: past forms ("went"), modals ("can"), and base forms that are also past forms ("read",
+    "put": which one the model meant is unknown). Forms from ``lemminflect``'s lexicon."""
+    neg = re.match(r"(\w+?)(n['’]t)$", word)
+    if neg:
+        base, tail = neg.groups()
+        if base.lower() == "do":
+            return ("does" if base.islower() else "Does") + tail
+        return word  # can't, won't, didn't: no person
+    lemmas = getAllLemmas(word.lower(), upos="VERB").get("VERB", ())
+    if word.lower() not in lemmas:
+        return word
+    forms = getAllInflections(word.lower(), upos="VERB")
+    if word.lower() in forms.get("VBD", ()) or not forms.get("VBZ"):
+        return word
+    return forms["VBZ"][0]
 
 
 _WORD = re.compile(r"\w+", re.U)
@@ -250,11 +284,14 @@ def complete_part(text: str) -> Optional[str]:
 
 
 def uncut(raw: str, text: str) -> Optional[str]:
-    """``text`` (``raw`` cleaned) as it may be stored: unchanged when ``raw`` is shorter than
-    the schema's cap (``FACT_CHARS``), else its complete part (:func:`complete_part`), None
-    when it has none. For every LLM string capped at ``FACT_CHARS``: extracted facts, atomic
-    facts, revisions, rewrites."""
-    return text if len(str(raw)) < FACT_CHARS else complete_part(text)
+    """``text`` (``raw`` cleaned) as it may be stored: when ``raw`` is shorter than the
+    schema's cap (``FACT_CHARS``), without a separator or conjunction left dangling at its
+    end ("Mia is 5 years old now," -> "Mia is 5 years old now"), else its complete part
+    (:func:`complete_part`), None when it has none. For every LLM string capped at
+    ``FACT_CHARS``: extracted facts, atomic facts, revisions, rewrites."""
+    if len(str(raw)) >= FACT_CHARS:
+        return complete_part(text)
+    return _DANGLING_END.sub("", text) or text
 
 
 def clean_uncut(raw: str, user_name: str) -> str:

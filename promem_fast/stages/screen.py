@@ -68,7 +68,9 @@ _REACTION_START = re.compile(
 _FINDS_IT_TO = re.compile(r"^finds? (?:it|this) (?:\w+ ){1,2}to \w+", re.I)
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 # a line of the dialogue copied as a memory ("says 'Let's go!'")
-_QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|notes|noted|writes|wrote|replies|replied)"
+_QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|notes|noted|writes|wrote|replies|replied|"
+                            r"asks|asked|adds|added|exclaims|exclaimed|responds|responded|answers|answered|"
+                            r"comments|commented)"
                             r"(?: that)?[:,]?\s*['\"\u201c\u2018]", re.I)
 # a dialogue act addressed to someone: filler when that someone is the other speaker
 _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|wish\w*|encourag\w*|"
