@@ -55,3 +55,28 @@ def test_results_files_named_in_docs_exist(page):
         if name in ("graphs.jsonl", "failed.jsonl", "promem_fast_eval_results.jsonl", "xref_gpu.jsonl"):
             continue
         assert (res / name).is_file(), f"{page.name} names {name}"
+
+
+def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    table = mod.markdown()
+    assert mod.doc_block() == table, "run: python benchmarks/precision_table.py --write"
+    # one row per reviewed promem line; the latest e445bab LoCoMo run as labelled (43 of 52)
+    assert table.count("\n") - 1 == sum(1 for r in mod.rows())
+    assert "| 128-129 | e445bab | 2026-12-05 | Intel Xeon | locomo | 52 | 43 (82.7 %) | 4.3 (1.48x) | 43.3 % | 371 (3.61x) | 8,140 |" in table
+
+
+def test_the_runs_table_names_a_broken_results_line(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"variant": "promem"}\n{not json\n')
+    with pytest.raises(ValueError, match="line 2"):
+        mod.rows(bad)
