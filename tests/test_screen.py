@@ -183,6 +183,10 @@ def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, fil
     # a complement names it
     ("Nora is stressed about the situation with her landlord.", "My landlord won't fix the heating.", None),
     ("Nora is building a greenhouse.", "I'm building a greenhouse this spring.", None),
+    # typographic apostrophes and emoji are not another language
+    ("Nora is determined to make the project work.", "Can\u2019t wait! I\u2019m determined to make it work \U0001f4aa",
+     "project"),
+    ("Nora is determined to make the project work.", "Je suis déterminée à réussir.", None),
 ])
 def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
     assert screen.placeholder_object(text, "Nora", turn) == word

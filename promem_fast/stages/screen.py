@@ -505,9 +505,10 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
     """The placeholder noun of ``text`` ("the project", "the thing", "the situation", ...)
     when its source turn never says that noun (as a word, singular or plural), or None:
     the 1.5B model writes "is determined to make the project work" for "I'm determined to
-    make it work", which answers no later question. English only. Of LoCoMo's 354 dev
-    observations with an evidence turn, none is such an entry."""
-    if not turn_text.isascii():
+    make it work", which answers no later question. English only: a turn with a letter
+    outside ASCII is left alone (typographic quotes, dashes and emoji are not letters). Of
+    LoCoMo's 354 dev observations with an evidence turn, none is such an entry."""
+    if any(c.isalpha() and not c.isascii() for c in turn_text):
         return None
     for m in _PLACEHOLDER.finditer(_strip_subject(text, user_name)):
         w = m.group(1).lower()
