@@ -1,8 +1,9 @@
 """Every reviewed run of ``benchmarks/results/precision.jsonl`` as one markdown table.
 
-One row per run of ``promem`` on a slice that carries blind labels (``reviewed``), paired with
-the ``one-off`` line of the same commit, slice and session picks that follows it (the
-same run). Columns: the lines, commit, date, host, slice, memories, reviewed precision,
+One row per run of ``promem`` on a slice whose memories all carry blind labels (``reviewed``
+with no unlabelled memory), paired with the first fully labelled ``one-off`` line of the same
+commit, slice and session picks among the next three lines (the same run; a ``one-off`` line
+pairs with one ``promem`` line at most). Columns: the lines, commit, date, host, slice, memories, reviewed precision,
 correct memories per session and their ratio to ``one-off``'s, ``one-off``'s reviewed
 precision, the seconds-per-session ratio and ``promem``'s tokens per session.
 
@@ -29,36 +30,44 @@ BEGIN, END = "<!-- runs-table -->", "<!-- /runs-table -->"
 def _host(line: dict[str, Any]) -> str:
     m = line.get("machine")
     cpu = m.get("cpu", "") if isinstance(m, dict) else str(m or "")
-    return "AMD EPYC" if "AMD" in cpu else ("Intel Xeon" if "Xeon" in cpu else (cpu or "?"))
+    name = "AMD EPYC" if "AMD" in cpu else ("Intel Xeon" if "Xeon" in cpu else (cpu or "?"))
+    return name.replace("|", "/")  # a table cell
 
 
 def _reviewed(line: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The line's ``reviewed`` counts when every memory of it is labelled, else None."""
     rv = line.get("reviewed")
-    return rv if isinstance(rv, dict) and rv.get("labelled") else None
+    return rv if isinstance(rv, dict) and rv.get("labelled") and not rv.get("unlabelled") else None
 
 
 def rows(path: Path = RESULTS) -> list[dict[str, Any]]:
     """The reviewed ``promem`` runs of ``path``, each with its ``one-off`` pair (or None).
 
     Raises:
-        ValueError: a line of ``path`` is not JSON (its line number is named).
+        ValueError: a line of ``path`` is not a JSON object (its line number is named).
     """
     lines = []
     for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not text.strip():
             continue
         try:
-            lines.append((n, json.loads(text)))
+            obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: line {n} is not JSON: {e}") from None
-    out = []
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}: line {n} is not a JSON object")
+        lines.append((n, obj))
+    out: list[dict[str, Any]] = []
+    used: set[int] = set()
     for i, (n, r) in enumerate(lines):
         if r.get("variant") != "promem" or _reviewed(r) is None:
             continue
         key = (r.get("commit"), r.get("slice"), r.get("picks"))
         pair = next(((m, o) for m, o in lines[i + 1:i + 4]
-                     if o.get("variant") == "one-off" and _reviewed(o) is not None
+                     if m not in used and o.get("variant") == "one-off" and _reviewed(o) is not None
                      and (o.get("commit"), o.get("slice"), o.get("picks")) == key), None)
+        if pair:
+            used.add(pair[0])
         out.append({"line": n, "promem": r, "one_off_line": pair[0] if pair else None,
                     "one_off": pair[1] if pair else None})
     return out
@@ -101,7 +110,7 @@ def markdown(path: Path = RESULTS) -> str:
             if cps is not None and sec is not None and tok is not None else
             f"| {lines} | {p.get('commit', '?')} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
             f"| {rp.get('labelled')} | {rp.get('correct')} ({_pct(_precision(rp))}) | - | - | - | - |")
-    return head + "\n" + "\n".join(body)
+    return "\n".join([head, *body])
 
 
 def doc_block(doc: Path = DOC) -> str:
@@ -129,7 +138,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     doc_block(DOC)  # raises when the markers are missing
     new = re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), lambda _: f"{BEGIN}\n{table}\n{END}", text, flags=re.S)
     DOC.write_text(new, encoding="utf-8")
-    print(f"wrote {DOC.relative_to(ROOT)}: {table.count(chr(10)) - 1} runs")
+    print(f"wrote {DOC.relative_to(ROOT)}: {len(rows(args.results))} runs")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -65,8 +66,8 @@ def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
     spec.loader.exec_module(mod)
     table = mod.markdown()
     assert mod.doc_block() == table, "run: python benchmarks/precision_table.py --write"
-    # one row per reviewed promem line; the latest e445bab LoCoMo run as labelled (43 of 52)
-    assert table.count("\n") - 1 == sum(1 for r in mod.rows())
+    # the e445bab LoCoMo run as labelled (43 of 52), beside its one-off line; a run whose
+    # one-off line is not reviewed (e9b43a3) has no ratio
     assert "| 128-129 | e445bab | 2026-12-05 | Intel Xeon | locomo | 52 | 43 (82.7 %) | 4.3 (1.48x) | 43.3 % | 371 (3.61x) | 8,140 |" in table
 
 
@@ -80,3 +81,15 @@ def test_the_runs_table_names_a_broken_results_line(tmp_path):
     bad.write_text('{"variant": "promem"}\n{not json\n')
     with pytest.raises(ValueError, match="line 2"):
         mod.rows(bad)
+    bad.write_text('{"variant": "promem"}\n[1, 2]\n')
+    with pytest.raises(ValueError, match="line 2 is not a JSON object"):
+        mod.rows(bad)
+    # a partly labelled run is no row; a one-off line pairs with one promem line only
+    rv = {"labelled": 4, "unlabelled": 0, "correct": 3, "correct_per_session": 1.5}
+    ok = dict(commit="c1", slice="locomo", seconds_per_session=10.0, tokens_per_session=100.0, reviewed=rv)
+    lines = [dict(ok, variant="promem"), dict(ok, variant="promem"), dict(ok, variant="one-off"),
+             dict(ok, variant="promem", reviewed=dict(rv, unlabelled=1))]
+    bad.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = mod.rows(bad)
+    assert [(r["line"], r["one_off_line"]) for r in got] == [(1, 3), (2, None)]
+    assert mod.markdown(bad).splitlines()[2].endswith("| 3 (75.0 %) | 1.5 (1.00x) | 75.0 % | 10 (1.00x) | 100 |")

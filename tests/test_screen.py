@@ -385,10 +385,14 @@ def test_an_echo_of_the_other_speakers_turn(entry, turn, before, echo):
     ("Nora congratulated Kai.", True),
     ("Nora is asking Kai about anything new.", True),
     ("Nora says 'Let's dance!'", True),
-    ("Nora asks, 'Is there anything Nora can do to help?'", True),   # any verb of speech
+    ("Nora asks, 'Could you send me the recipe?'", True),   # any verb of speech
     ("Nora exclaimed: \"What a view!\"", True),
     ("Nora added that 'it was worth it'", True),
     ("Nora asked her landlord for a new lease in May.", False),       # no quotation: an act with news
+    # the quotation must run to the end: a title, or a quote with news after it, is a fact
+    ("Nora added 'Becoming Nicole' to her reading list.", False),
+    ("Nora answered \"yes\" to the job offer from Acme.", False),
+    ("Nora said 'I quit' and left for Lyon.", False),
     ("Nora told Kai about her new job at Acme.", False),   # news wrapped in a dialogue act
     ("Nora invited Kai to her wedding in May.", False),
     ("Nora asked her doctor about the rash.", False),

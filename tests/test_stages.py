@@ -651,11 +651,18 @@ def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
     assert third_person("Sarah Garcia moved to the US in 2021.", name) == "Sarah Garcia moved to the US in 2021."
     # the verb after a replaced "I" agrees with the name; past forms, modals and forms that
     # are both base and past ("read") stay as written
-    assert third_person("Sarah Garcia says I love being a mom and I really enjoy hiking.", name) == (
-        "Sarah Garcia says Sarah Garcia loves being a mom and Sarah Garcia really enjoys hiking.")
+    assert third_person("Sarah Garcia says I prefer chess and I really enjoy hiking.", name) == (
+        "Sarah Garcia says Sarah Garcia prefers chess and Sarah Garcia really enjoys hiking.")
     assert third_person("Sarah Garcia says I don't fly, I try, I went home, I can swim, I read a lot.", name) == (
         "Sarah Garcia says Sarah Garcia doesn't fly, Sarah Garcia tries, Sarah Garcia went home, "
         "Sarah Garcia can swim, Sarah Garcia read a lot.")
+    # "found" / "saw" are past forms (also base forms of "to found", "to saw"); "haven't"
+    # and "am" agree; a compound subject stays plural
+    assert third_person("Sarah Garcia says I found a job, I saw Kai, I haven't slept, I really am tired.", name) == (
+        "Sarah Garcia says Sarah Garcia found a job, Sarah Garcia saw Kai, Sarah Garcia hasn't slept, "
+        "Sarah Garcia really is tired.")
+    assert third_person("Sarah Garcia says Kai and I go hiking.", name) == "Sarah Garcia says Kai and Sarah Garcia go hiking."
+    assert third_person("Sarah Garcia says my son and I bake.", name) == "Sarah Garcia says Sarah Garcia's son and Sarah Garcia bake."
     # copies: not opening with the user's name, a longer word ("Sarahs"), or a plural "we"
     assert third_person("The stories were so inspiring! I was so happy.", name) is None
     assert third_person("Sarahs friend said I am late.", name) is None
@@ -794,6 +801,8 @@ def test_a_fact_cut_off_at_the_length_cap_keeps_only_its_complete_part():
     assert uncut("Nora is 5 years old now,", "Nora is 5 years old now,") == "Nora is 5 years old now"
     assert uncut("x", "Nora quit her job and") == "Nora quit her job"
     assert uncut("x", "Nora loves bread and butter.") == "Nora loves bread and butter."
+    assert uncut("x", "Nora has felt down for a while") == "Nora has felt down for a while"
+    assert uncut("x", "Nora lives in Portland, OR") == "Nora lives in Portland, OR"
     # sentence ends, not abbreviations, initials or ordinals; CJK stops; closing quotes stay
     assert complete_part("Nora moved to Oslo.") == "Nora moved to Oslo."
     assert complete_part("Nora visited Dr. Smith at the clinic, and she") is None

@@ -65,7 +65,8 @@ dr mr mrs ms mx st jr sr prof vs etc e.g i.e a.m p.m no nr inc ltd co mt ft ca b
 _MONTH_NEXT = re.compile(r"\s+(?:jan|feb|m[aä]r|apr|ma[iy]|jun|jul|aug|sep|o[ck]t|nov|de[cz])", re.I)
 CUT_OFF_REASON = "cut off at the fact length cap with no complete sentence: a partial output"
 # a fact the model closed after a comma or a conjunction: what it began to add is not there
-_DANGLING_END = re.compile(r"(?:\s*[,;:，；：、]|\s+(?:and|or|but|because|while))+\s*$", re.I)
+# (lower case only: "Portland, OR"; not "while": "for a while")
+_DANGLING_END = re.compile(r"(?:\s*[,;:，；：、]|\s+(?:and|or|but|because))+\s*$")
 _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 # singular first-person forms -> third person about the user; contractions before "I"
 _SINGULAR_FIRST_PERSON = [
@@ -114,27 +115,40 @@ def third_person(text: str, user_name: str) -> Optional[str]:
         if m.group(1):
             return m.group(0)
         verb = m.group(3) or ""
-        return user_name + (m.group(2) or "") + (third_person_verb(verb) if m.group(2) is not None else verb)
+        # "Kai and I go", "my son and I go": a compound subject stays plural ("chess and I
+        # enjoy ..." joins two clauses)
+        plural = _COMPOUND_SUBJECT.search(text[:m.start()]) is not None
+        agree = m.group(2) is not None and not plural
+        return user_name + (m.group(2) or "") + (third_person_verb(verb) if agree else verb)
 
     return _BARE_I.sub(bare_i, text)
 
 
+# a name or a possessed / determined noun right before "and" / "or" in front of an "I"
+_COMPOUND_SUBJECT = re.compile(r"(?:\b[A-Z][\w'’-]*|\b(?:my|his|her|their|our|the|\w+['’]s)\s+\w+)\s+(?:and|or)\s+$")
+_NEGATED_AGREEMENT = {"do": "does", "have": "has", "am": "is"}
+
+
 def third_person_verb(word: str) -> str:
     """``word`` as it agrees with a third-person singular subject when it is a verb in the
-    form that only "I" takes ("love" -> "loves", "don't" -> "doesn't"); anything else as it
-    is: past forms ("went"), modals ("can"), and base forms that are also past forms ("read",
-    "put": which one the model meant is unknown). Forms from ``lemminflect``'s lexicon."""
+    form that only "I" takes ("love" -> "loves", "don't" -> "doesn't", "haven't" ->
+    "hasn't", "am" -> "is"); anything else as it is: past forms ("went"; "found" and "saw",
+    which are also base forms of other verbs), modals ("can"), and base forms that are also
+    past forms ("read", "put": which one the model meant is unknown). Forms from
+    ``lemminflect``'s lexicon."""
     neg = re.match(r"(\w+?)(n['’]t)$", word)
     if neg:
         base, tail = neg.groups()
-        if base.lower() == "do":
-            return ("does" if base.islower() else "Does") + tail
-        return word  # can't, won't, didn't: no person
-    lemmas = getAllLemmas(word.lower(), upos="VERB").get("VERB", ())
-    if word.lower() not in lemmas:
+        agreed = _NEGATED_AGREEMENT.get(base.lower())
+        return agreed + tail if agreed and base.islower() else word  # can't, won't, didn't: no person
+    low = word.lower()
+    if low == "am":
+        return "is"
+    # its own and only lemma: "found" is also the past of "find", "saw" of "see"
+    if getAllLemmas(low, upos="VERB").get("VERB", ()) != (low,):
         return word
-    forms = getAllInflections(word.lower(), upos="VERB")
-    if word.lower() in forms.get("VBD", ()) or not forms.get("VBZ"):
+    forms = getAllInflections(low, upos="VERB")
+    if low in forms.get("VBD", ()) or not forms.get("VBZ"):
         return word
     return forms["VBZ"][0]
 

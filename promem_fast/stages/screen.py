@@ -66,15 +66,17 @@ _REACTION_START = re.compile(
     r"hopes? (?:to )?(?:chat|talk)|is grateful|expresse[sd] (?:gratitude|appreciation|thanks|interest))\b", re.I)
 # "finds it hard to sleep" (2+ substantive words): a difficulty of the user's own, not a reaction
 _FINDS_IT_TO = re.compile(r"^finds? (?:it|this) (?:\w+ ){1,2}to \w+", re.I)
-# praise of the person addressed: filler when its object is the other speaker (or "you")
-# a line of the dialogue copied as a memory ("says 'Let's go!'")
+# a line of the dialogue copied as a memory ("says 'Let's go!'", "asks, 'Is there ...?'"): a
+# verb of speech, then a quotation that runs to the end ("added 'Becoming Nicole' to her
+# list" and "said 'I quit' and left" go on)
 _QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|notes|noted|writes|wrote|replies|replied|"
                             r"asks|asked|adds|added|exclaims|exclaimed|responds|responded|answers|answered|"
                             r"comments|commented)"
-                            r"(?: that)?[:,]?\s*['\"\u201c\u2018]", re.I)
+                            r"(?: that)?[:,]?\s*['\"\u201c\u2018].*['\"\u201d\u2019][.!?]?\s*$", re.I)
 # a dialogue act addressed to someone: filler when that someone is the other speaker
 _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|wish\w*|encourag\w*|"
                      r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
+# praise of the person addressed: filler when its object is the other speaker (or "you")
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
 # word is left beside the act.
