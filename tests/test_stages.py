@@ -662,6 +662,8 @@ def test_third_person_repairs_pronoun_slips_of_facts_about_the_user():
         "Sarah Garcia says Sarah Garcia found a job, Sarah Garcia saw Kai, Sarah Garcia hasn't slept, "
         "Sarah Garcia really is tired.")
     assert third_person("Sarah Garcia says Kai and I go hiking.", name) == "Sarah Garcia says Kai and Sarah Garcia go hiking."
+    assert third_person("Sarah Garcia is in a phase I trial for type I diabetes, as I said.", name) == (
+        "Sarah Garcia is in a phase I trial for type I diabetes, as Sarah Garcia said.")
     assert third_person("Sarah Garcia says my son and I bake.", name) == "Sarah Garcia says Sarah Garcia's son and Sarah Garcia bake."
     # copies: not opening with the user's name, a longer word ("Sarahs"), or a plural "we"
     assert third_person("The stories were so inspiring! I was so happy.", name) is None

@@ -77,9 +77,11 @@ _SINGULAR_FIRST_PERSON = [
     (re.compile(r"\b(?:[Mm]y|[Mm]ine)\b"), "{n}'s"),
     (re.compile(r"\b(?:[Mm]e|[Mm]yself)\b"), "{n}"),
 ]
-# a bare "I" right after a capitalised word is a numeral ("World War I", "Henry I"), kept;
-# the verb after it (past one adverb) is read to agree with the name that replaces it
-_BARE_I = re.compile(r"(\b[A-Z][\w'’-]* )?\bI\b((?: (?:also|just|really|still|always|never|often|usually|"
+# a bare "I" right after a capitalised word ("World War I", "Henry I") or a noun that
+# numbers ("phase I trial", "type I diabetes") is a numeral, kept; the verb after any other
+# (past one adverb) is read to agree with the name that replaces it
+_BARE_I = re.compile(r"(\b[A-Z][\w'’-]* |\b(?:phase|type|stage|grade|part|level|class|chapter|volume|act|"
+                     r"book|season|tier|category|section|round|step|unit) )?\bI\b((?: (?:also|just|really|still|always|never|often|usually|"
                      r"sometimes|even|only|truly|absolutely|totally|definitely|genuinely|actually|finally|"
                      r"especially|honestly|mostly|recently|rarely|seriously))? )?([a-z]+n['’]t|[a-z]+)?")
 
