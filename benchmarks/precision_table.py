@@ -16,12 +16,16 @@ precision, the seconds-per-session ratio and ``promem``'s tokens per session.
 from __future__ import annotations
 
 import argparse
-import json
 import re
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from a checkout
+
+from promem_fast.io._common import iter_jsonl  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "precision.jsonl"
 DOC = ROOT / "docs" / "evaluation.md"
 BEGIN, END = "<!-- runs-table -->", "<!-- /runs-table -->"
@@ -47,13 +51,7 @@ def rows(path: Path = RESULTS) -> list[dict[str, Any]]:
         ValueError: a line of ``path`` is not a JSON object (its line number is named).
     """
     lines = []
-    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: line {n} is not JSON: {e}") from None
+    for n, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             raise ValueError(f"{path}: line {n} is not a JSON object")
         lines.append((n, obj))
