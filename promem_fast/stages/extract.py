@@ -119,8 +119,7 @@ def third_person(text: str, user_name: str) -> Optional[str]:
         verb = m.group(3) or ""
         # "Kai and I go", "my son and I go": a compound subject stays plural ("chess and I
         # enjoy ..." joins two clauses)
-        plural = _COMPOUND_SUBJECT.search(text[:m.start()]) is not None
-        agree = m.group(2) is not None and not plural
+        agree = m.group(2) is not None and _COMPOUND_SUBJECT.search(text[:m.start()]) is None
         return user_name + (m.group(2) or "") + (third_person_verb(verb) if agree else verb)
 
     return _BARE_I.sub(bare_i, text)
@@ -128,7 +127,8 @@ def third_person(text: str, user_name: str) -> Optional[str]:
 
 # a name or a possessed / determined noun right before "and" / "or" in front of an "I"
 _COMPOUND_SUBJECT = re.compile(r"(?:\b[A-Z][\w'’-]*|\b(?:my|his|her|their|our|the|\w+['’]s)\s+\w+)\s+(?:and|or)\s+$")
-_NEGATED_AGREEMENT = {"do": "does", "have": "has", "am": "is"}
+# the forms that agree with "I" only, plain or before "n't"
+_AGREEMENT = {"do": "does", "have": "has", "am": "is"}
 
 
 def third_person_verb(word: str) -> str:
@@ -141,11 +141,11 @@ def third_person_verb(word: str) -> str:
     neg = re.match(r"(\w+?)(n['’]t)$", word)
     if neg:
         base, tail = neg.groups()
-        agreed = _NEGATED_AGREEMENT.get(base.lower())
+        agreed = _AGREEMENT.get(base.lower())
         return agreed + tail if agreed and base.islower() else word  # can't, won't, didn't: no person
     low = word.lower()
-    if low == "am":
-        return "is"
+    if low in _AGREEMENT:
+        return _AGREEMENT[low]
     # its own and only lemma: "found" is also the past of "find", "saw" of "see"
     if getAllLemmas(low, upos="VERB").get("VERB", ()) != (low,):
         return word
