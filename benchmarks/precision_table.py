@@ -100,14 +100,14 @@ def markdown(path: Path = RESULTS) -> str:
         cps_o = ro.get("correct_per_session") if ro else None
         sec, sec_o = p.get("seconds_per_session"), (o.get("seconds_per_session") if o else None)
         tok = p.get("tokens_per_session")
-        body.append(
-            f"| {lines} | {p.get('commit', '?')} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
-            f"| {rp.get('labelled')} | {rp.get('correct')} ({_pct(_precision(rp))}) "
-            f"| {cps:.1f} ({_ratio(cps, cps_o)}) | {_pct(_precision(ro)) if ro else '-'} "
-            f"| {sec:,.0f} ({_ratio(sec, sec_o)}) | {tok:,.0f} |"
-            if cps is not None and sec is not None and tok is not None else
-            f"| {lines} | {p.get('commit', '?')} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
-            f"| {rp.get('labelled')} | {rp.get('correct')} ({_pct(_precision(rp))}) | - | - | - | - |")
+        cells = (f"| {lines} | {p.get('commit', '?')} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
+                 f"| {rp.get('labelled')} | {rp.get('correct')} ({_pct(_precision(rp))}) ")
+        if cps is not None and sec is not None and tok is not None:
+            cells += (f"| {cps:.1f} ({_ratio(cps, cps_o)}) | {_pct(_precision(ro)) if ro else '-'} "
+                      f"| {sec:,.0f} ({_ratio(sec, sec_o)}) | {tok:,.0f} |")
+        else:
+            cells += "| - | - | - | - |"
+        body.append(cells)
     return "\n".join([head, *body])
 
 
@@ -136,7 +136,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     doc_block(DOC)  # raises when the markers are missing
     new = re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), lambda _: f"{BEGIN}\n{table}\n{END}", text, flags=re.S)
     DOC.write_text(new, encoding="utf-8")
-    print(f"wrote {DOC.relative_to(ROOT)}: {len(rows(args.results))} runs")
+    print(f"wrote {DOC.relative_to(ROOT)}: {len(table.splitlines()) - 2} runs")  # less the head's 2 lines
     return 0
 
 

@@ -58,12 +58,18 @@ def test_results_files_named_in_docs_exist(page):
         assert (res / name).is_file(), f"{page.name} names {name}"
 
 
-def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
+def _precision_table():
+    """benchmarks/precision_table.py as a module (benchmarks/ is no package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
+    mod = _precision_table()
     table = mod.markdown()
     assert mod.doc_block() == table, "run: python benchmarks/precision_table.py --write"
     # the e445bab LoCoMo run as labelled (43 of 52), beside its one-off line; a run whose
@@ -72,11 +78,7 @@ def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
 
 
 def test_the_runs_table_names_a_broken_results_line(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _precision_table()
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"variant": "promem"}\n{not json\n')
     with pytest.raises(ValueError, match="line 2"):
