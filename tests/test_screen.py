@@ -283,6 +283,14 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora's band plays on Friday.", "Her drummer and my band play on Friday!", False),  # window: "and my"
     ("Nora's mother's garden is blooming.", "Great! Her garden is blooming this spring.", False),  # her = mother
     ("Nora's photos of the trip were a hit.", "Showed her the photos of the trip, they were a hit.", False),
+    # someone else's thing by a possessive name or noun, swapped for the user's name
+    ("Nora's cello sounds warm and rich.", "Wow! Ines's cello sounds warm and rich.", True),
+    ("Nora's perfect; it's got a deep tone.", "Sounds great! Yamaha's perfect; it's got a deep tone.", True),
+    ("Nora's speech moved the room.", "Watching my student's speech moved the room.", True),
+    ("Nora's speech moved the room.", "My speech moved the room, my students' faces said it all.", False),
+    ("Nora's kitchen smells of bread.", "Everything's fine: my kitchen smells of bread.", False),
+    ("Nora's kitchen smells of bread.", "It's so nice, Nora's kitchen smells of bread.", False),  # her own name
+    ("Nora's sister's bakery opens Monday.", "My sister's bakery opens Monday!", False),
     # the clause with the entry's verb is said of "you"
     ("Nora is learning Italian by watching films.", "You've been learning Italian! Watching films is clever.", True),
     ("Nora is learning Italian by watching films.", "I'm learning Italian! Watching films helps.", False),

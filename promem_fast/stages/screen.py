@@ -932,7 +932,11 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
       you" -> "User's new neighbours ..."), or "their", "his" or "her" as its last word or
       the one before, when the word after the subject part is X itself ("Their love and
       help meant a lot" -> "User's love and help ..."; not "Her garden is blooming" ->
-      "User's mother's garden ..."): "my roommate Leo" is the right person;
+      "User's mother's garden ..."): "my roommate Leo" is the right person; or, when the
+      word after it is X, a possessive of another name or noun as its last word ("my
+      mentee's face lit up", "Marley's perfect" -> "User's perfect"; not "it's",
+      "everything's", nor the user's own name). Replay over the labelled memories of
+      ../shared/data: 1 wrong memory, no other label, no LoCoMo observation;
     * a clause with no subject part that goes on in the second person and never the first,
       when the other speaker's turn before (``previous_other_turn``) holds half of the
       entry's words: the user praises what the other said they do ("Restoring a boat -
@@ -974,9 +978,12 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         # love and help have been so important" -> "User's love and help ...")
         owned = _TOKEN.findall(_strip_subject(text, user_name))[1:2]  # X after "'s"
         first_shared = toks[len(prefix)].lower() if len(prefix) < len(toks) else ""
-        return "your" in low or (
-            bool(owned) and word_in(owned[0].lower(), first_shared) and bool(low) and low[-1] not in _DETERMINERS
-            and any(t in _OTHERS_POSSESSIVE for t in low[-2:]))
+        if "your" in low or not owned or not word_in(owned[0].lower(), first_shared) or not low:
+            return "your" in low
+        # "my mentee's face lit up" -> "User's face lit up"; "Marley's perfect" -> "User's
+        # perfect": the thing is someone else's, whose name the model swapped for the user's
+        return (low[-1] not in _DETERMINERS and any(t in _OTHERS_POSSESSIVE for t in low[-2:])) or (
+            _owned_by_other(low[-1]) and not _short_of(low[-1], names))
     if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low) or "your" in low:
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
@@ -1039,6 +1046,19 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
 
 _REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) you\b")
 _OTHERS_POSSESSIVE = frozenset("their his her".split())
+# "'s" after these is "is" or "has" ("it's", "everything's"), or names a time ("today's"): no owner
+_NOT_OWNERS = frozenset("""it that what there here he she who where how when why let everything everyone
+everybody something someone somebody nothing nobody anything anyone life today tonight tomorrow yesterday
+one""".split())
+
+
+def _owned_by_other(token: str) -> bool:
+    """``token`` (lower case) is a possessive of a word that names someone or something
+    ("mentee's", "marley's", "parents'"), not a contraction of "is" / "has" ("it's")."""
+    m = re.fullmatch(r"([\w]+?)(?:'s|s')", token.replace("\u2019", "'"))
+    return m is not None and m.group(1) not in _NOT_OWNERS
+
+
 _DETERMINERS = frozenset("the a an this that these those some any".split())
 # Verbs of feeling that name who is moved and who moves them ("they motivate me" / "she
 # motivates them"): the 1.5B model swaps the two. Stems, matched at a word start.
