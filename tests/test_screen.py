@@ -121,6 +121,19 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     ("Nora is off to do some research on adoption agencies.", False),
     ("Nora is off to Lisbon.", False),
     ("Nora is off to go swimming with the kids.", False),
+    # a resolve to persevere names nothing
+    ("Nora will keep pushing and working hard.", True),
+    ("Nora won't let anything hold her back.", True),
+    ("Nora keeps going to reach her goals no matter what.", True),
+    ("Nora is not giving up.", True),
+    # ... unless it names what she perseveres at, or is news
+    ("Nora will keep pushing to finish her thesis.", False),
+    ("Nora is working hard at the bakery.", False),
+    ("Nora won't let her knee injury hold her back.", False),
+    ("Nora wants to give back to her community.", False),
+    ("Nora is giving back.", False),                      # volunteering, not perseverance
+    ("Nora quit her job last week.", False),
+    ("Nora reached her goal of 10,000 steps.", False),
 ])
 def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
     assert screen.is_filler(text, "Nora") is filler
