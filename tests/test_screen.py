@@ -598,7 +598,7 @@ def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
 
 
 async def test_a_fact_from_advice_to_the_other_side_is_discarded():
-    from promem_fast.stages.verify import NOT_SELF_REASON, URGED_REASON
+    from promem_fast.stages.verify import NOT_SELF_REASON
 
     rows = [("a1", "assistant", "Opening the studio is so stressful."),
             ("u2", "user", "It may be tough! Make sure to take breaks. I nap every afternoon.")]
@@ -611,9 +611,7 @@ async def test_a_fact_from_advice_to_the_other_side_is_discarded():
     await verify_entries(ctx, state)
     # a re-read and a draft entry alike: read one by one, drafts from advice were wrong too
     assert [state.entries[i].text for i in state.live_entries()] == ["Nora naps every afternoon."]
-    # "Make sure ..." opens with a bare verb: an imperative, urged on the other side
-    assert {d.text: d.reason for d in state.discarded} == {"Nora takes breaks.": NOT_SELF_REASON,
-                                                         "Nora makes sure to take breaks.": URGED_REASON}
+    assert {d.reason for d in state.discarded} == {NOT_SELF_REASON}
 
 
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
@@ -796,14 +794,6 @@ async def test_an_entry_that_swaps_who_is_impressed_is_discarded_before_nli():
     ("Nora checked out the new ramen place.", "Did you check out the new ramen place?", False),  # a question
     ("Nora watches a lot of horror movies.", "Watch a lot of horror movies lately.", False),  # a habit, "I" dropped
     ("Nora hangs out with her sister on Sundays.", "Hang out with my sister on Sundays.", False),
-    # any bare verb of the lexicon opens an imperative, not only the listed ones
-    ("Nora creates memories of road trips.", "Sounds fun, those road trips! Create those memories!", True),
-    ("Nora saves money for the trip.", "Great plan, Kai. Save money for the trip first!", True),
-    ("Nora will talk to Kai soon.", "I'm off to the gym. Talk to you soon!", True),
-    ("Nora creates memories with her kids.", "Create memories, they say. I create memories with my kids.", False),
-    ("Nora loves the painting.", "Love the painting, Kai!", False),          # "I" dropped: her own stance
-    ("Nora read a great book.", "Read a great book last week.", False),     # a past tense, "I" dropped
-    ("Nora respects Kai for finding acceptance.", "Respect for finding acceptance, Kai.", False),  # a noun
 ])
 def test_urged_on_the_other_side_is_not_done(entry, turn, urged):
     assert screen.urged_only(entry, "Nora", turn) is urged

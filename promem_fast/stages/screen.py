@@ -34,8 +34,6 @@ import functools
 import re
 from typing import Iterable, Optional, Sequence
 
-from lemminflect import getAllInflections, getAllLemmas
-
 from ..timeparse import language_of
 from .extract import PAIR_SHARE, content_words, word_in
 
@@ -232,39 +230,6 @@ _IMPERATIVE_FORMS = {
     "show": "show shows showed shown showing", "meet": "meet meets met meeting",
 }
 _IMPERATIVE_OF = {form: verb for verb, forms in _IMPERATIVE_FORMS.items() for form in forms.split()}
-# Bare verbs that open a line with the "I" dropped ("Love that painting!", "Hope you're well",
-# "Miss those days"): the speaker's own stance, never read as an imperative.
-_DROPPED_I = frozenset("""love like hope miss need want wish think guess bet mean know feel agree wonder
-appreciate reckon thank suppose figure see""".split())
-# a time in the past: "Read a great book last week" drops the "I" of a past tense
-_PAST_TIME = re.compile(r"\b(?:yesterday|last|ago|earlier|before|once|used to)\b", re.I)
-
-
-def _verb_lemma(word: str) -> Optional[str]:
-    """The verb ``word`` (lower case) is a form of, by :data:`_IMPERATIVE_FORMS` first, else
-    by ``lemminflect``'s lexicon when that gives it one verb lemma only; None otherwise."""
-    if word in _IMPERATIVE_OF:
-        return _IMPERATIVE_OF[word]
-    lemmas = getAllLemmas(word, upos="VERB").get("VERB", ())
-    return lemmas[0] if len(lemmas) == 1 else None
-
-
-def _imperative_verb(word: str) -> Optional[str]:
-    """``word`` (lower case) as the verb of an imperative: one of :data:`_IMPERATIVE_FORMS`,
-    or any bare verb of ``lemminflect``'s lexicon ("create", "save") that is not an
-    auxiliary nor a verb said with the "I" dropped (:data:`_DROPPED_I`)."""
-    if word in _IMPERATIVE_FORMS:
-        return word
-    if word in _DROPPED_I or "AUX" in getAllLemmas(word):
-        return None
-    return word if getAllLemmas(word, upos="VERB").get("VERB", ()) == (word,) else None
-
-
-def _verb_forms(verb: str) -> set[str]:
-    """Every form of ``verb`` (:data:`_IMPERATIVE_FORMS`, else ``lemminflect``'s inflections)."""
-    if verb in _IMPERATIVE_FORMS:
-        return set(_IMPERATIVE_FORMS[verb].split())
-    return {verb} | {f for forms in getAllInflections(verb, upos="VERB").values() for f in forms}
 # a habit told with the "I" dropped ("Watch a lot of horror movies lately", "Hang out with my
 # sister on Sundays"): not an imperative
 _HABIT = re.compile(r"\b(?:every|always|usually|often|sometimes|lately|these days|nowadays|now|most|daily|"
@@ -286,11 +251,9 @@ def _imperatives(turn_text: str) -> list[tuple[str, str]]:
         k = 0
         while k < len(toks) and toks[k] in _INTERJECTIONS:
             k += 1
-        verb = _imperative_verb(toks[k]) if k < len(toks) else None
-        # past the curated verbs: no past time, and no noun opening ("Respect for what you did")
-        odd = verb not in _IMPERATIVE_FORMS and (_PAST_TIME.search(sent) or toks[k + 1:k + 2] in (["for"], ["of"]))
-        if verb and not odd and not _is_question(sent) and not _HABIT.search(sent):
-            out.append((verb, sent))
+        if (k < len(toks) and toks[k] in _IMPERATIVE_FORMS and not _is_question(sent)
+                and not _HABIT.search(sent)):
+            out.append((toks[k], sent))
     return out
 
 
@@ -303,24 +266,19 @@ def urged_only(text: str, user_name: str, turn_text: str) -> bool:
     not do it. Entries not opening with the user's name, verbs the turn also uses elsewhere,
     and sentences that tell a habit ("Watch a lot of horror movies lately") are left alone;
     "Check out my new bakery" still states "User has a new bakery" (its verb is "has").
-    Past the verbs of :data:`_IMPERATIVE_FORMS`, any bare verb of ``lemminflect``'s lexicon
-    opens an imperative ("Create those memories!"), unless said with the "I" dropped
-    (:data:`_DROPPED_I`: "Love the painting!"), with a past time ("Read a great book last
-    week") or as a noun ("Respect for ..."). Replay over the labelled memories of
-    ../shared/data: 1 wrong and 1 filler memory more, no correct one, no LoCoMo observation.
     English only. Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
     body = _strip_subject(text, user_name)
     if body == text.strip() or _NON_LATIN.search(turn_text):
         return False
     words = predicate_words(body, user_name)
-    verb = _verb_lemma(words[0].lower()) if words else None
+    verb = _IMPERATIVE_OF.get(words[0].lower()) if words else None
     if verb is None:
         return False
     urged = [sent for v, sent in _imperatives(turn_text) if v == verb]
     if not urged:
         return False
-    forms = _verb_forms(verb)
+    forms = set(_IMPERATIVE_FORMS[verb].split())
     rest = turn_text
     for part in urged:
         rest = rest.replace(part, " ")
