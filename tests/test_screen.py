@@ -301,7 +301,12 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora's perfect; it's got a deep tone.", "Sounds great! Yamaha's perfect; it's got a deep tone.", True),
     ("Nora's speech moved the room.", "Watching my student's speech moved the room.", True),
     ("Nora's speech moved the room.", "My speech moved the room, my students' faces said it all.", False),
-    ("Nora's kitchen smells of bread.", "Everything's fine: my kitchen smells of bread.", False),
+    ("Nora's perfect.", "Everything's perfect here!", False),                      # "'s" is "is"
+    ("Nora's garden is thriving.", "This year's garden is thriving!", False),           # a time, not an owner
+    ("Nora's race went well.", "Saturday's race went well, I PR'd!", False),
+    ("Nora's speech moved the room.", "Last night's speech moved the room.", False),
+    ("Nora's project won an award.", "My team's project won an award!", False),        # her own team
+    ("Nora's art show is next week.", "Our gallery's art show is next week!", False),
     ("Nora's kitchen smells of bread.", "It's so nice, Nora's kitchen smells of bread.", False),  # her own name
     ("Nora's sister's bakery opens Monday.", "My sister's bakery opens Monday!", False),
     # the clause with the entry's verb is said of "you"
@@ -314,6 +319,11 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+def test_a_users_name_ending_in_s_owns_her_things():
+    assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, James' guitar is out of tune again.") is False
+    assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, Lucas' guitar is out of tune again.") is True
 
 
 @pytest.mark.parametrize("entry, turn, before, borrowed", [

@@ -951,8 +951,9 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
       "User's mother's garden ..."): "my roommate Leo" is the right person; or, when the
       word after it is X, a possessive of another name or noun as its last word ("my
       mentee's face lit up", "Marley's perfect" -> "User's perfect"; not "it's",
-      "everything's", nor the user's own name). Replay over the labelled memories of
-      ../shared/data: 1 wrong memory, no other label, no LoCoMo observation;
+      "everything's", a time ("Saturday's race", "this year's garden"), a group after "my" /
+      "our" ("my team's project"), nor the user's own name). Replay over the labelled
+      memories of ../shared/data: 1 wrong memory, no other label, no LoCoMo observation;
     * a clause with no subject part that goes on in the second person and never the first,
       when the other speaker's turn before (``previous_other_turn``) holds half of the
       entry's words: the user praises what the other said they do ("Restoring a boat -
@@ -999,7 +1000,7 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         # "my mentee's face lit up" -> "User's face lit up"; "Marley's perfect" -> "User's
         # perfect": the thing is someone else's, whose name the model swapped for the user's
         return (low[-1] not in _DETERMINERS and any(t in _OTHERS_POSSESSIVE for t in low[-2:])) or (
-            _owned_by_other(low[-1]) and not _short_of(low[-1], names))
+            _owned_by_other(low[-1], names) and not (low[-2:-1] in (["my"], ["our"]) and _GROUP_OWNER.match(low[-1])))
     if any(t in _OTHER_SUBJECT - _POSSESSIVE for t in low) or "your" in low:
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
@@ -1064,15 +1065,27 @@ _REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) 
 _OTHERS_POSSESSIVE = frozenset("their his her".split())
 # "'s" after these is "is" or "has" ("it's", "everything's"), or names a time ("today's"): no owner
 _NOT_OWNERS = frozenset("""it that what there here he she who where how when why let everything everyone
-everybody something someone somebody nothing nobody anything anyone life today tonight tomorrow yesterday
-one""".split())
+everybody something someone somebody nothing nobody anything anyone life one""".split())
+# "this year's garden", "Saturday's race", "last night's speech": a time, not an owner
+_TIME_OWNERS = frozenset(("""today tonight tomorrow yesterday morning afternoon evening night day week weekend
+month year season spring summer autumn fall winter semester term decade century """ + _WEEKDAYS + " "
+                          + _MONTHS).split())
 
 
-def _owned_by_other(token: str) -> bool:
+# "my team's project", "our gallery's show": a group the user is part of owns it with them
+_GROUP_OWNER = re.compile(r"(?:team|group|club|band|company|family|class|school|gallery|church|choir|crew|studio|"
+                          r"store|shop|business|firm|lab|office|department|household|community|troupe|squad)(?:'s|s')$")
+
+
+def _owned_by_other(token: str, names: set[str]) -> bool:
     """``token`` (lower case) is a possessive of a word that names someone or something
-    ("mentee's", "marley's", "parents'"), not a contraction of "is" / "has" ("it's")."""
-    m = re.fullmatch(r"([\w]+?)(?:'s|s')", token.replace("\u2019", "'"))
-    return m is not None and m.group(1) not in _NOT_OWNERS
+    ("mentee's", "marley's", "parents'"): not a contraction of "is" / "has" ("it's"), not a
+    time ("saturday's", "year's"), not one of the user's ``names`` (casefolded words;
+    "james'" of James)."""
+    m = re.fullmatch(r"(\w+?)(?:'s|s')", token.replace("\u2019", "'"))
+    if m is None or m.group(1) in _NOT_OWNERS or m.group(1) in _TIME_OWNERS:
+        return False
+    return not _short_of(m.group(1), names) and not _short_of(token.rstrip("'"), names)
 
 
 _DETERMINERS = frozenset("the a an this that these those some any".split())
