@@ -134,6 +134,12 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     ("Nora is giving back.", False),                      # volunteering, not perseverance
     ("Nora quit her job last week.", False),
     ("Nora reached her goal of 10,000 steps.", False),
+    # the words of a pep talk without one say something else
+    ("Nora won.", False),
+    ("Nora quit.", False),
+    ("Nora is back.", False),
+    ("Nora is having a hard time.", False),
+    ("Nora keeps pushing her bakery forward.", False),
 ])
 def test_an_entry_of_generic_nouns_and_light_verbs_is_filler(text, filler):
     assert screen.is_filler(text, "Nora") is filler
