@@ -494,6 +494,19 @@ async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
     assert why == {"Nora won a chess tournament in Bergen.": BORROWED_REASON}
 
 
+async def test_a_short_reply_merged_with_the_other_speakers_next_turn_is_discarded():
+    # the model merges "looks awesome!" with what the other side says right after it
+    rows = [("a1", "assistant", "I'm pouring all my time into the bakery lately."),
+            ("u2", "user", "Wow, the bakery looks awesome, you make it look easy! I baked rye bread this morning."),
+            ("a3", "assistant", "Thanks! I'm determined to make this bakery work, whatever it takes."),
+            ("u4", "user", "You will! I'm determined to finish my degree this year.")]
+    kept, why, _ = await screened(rows, [("Nora is determined to make her bakery work.", ["u2"]),
+                                         ("Nora baked rye bread this morning.", ["u2"]),
+                                         ("Nora is determined to finish her degree this year.", ["u4"])])
+    assert kept == ["Nora baked rye bread this morning.", "Nora is determined to finish her degree this year."]
+    assert why == {"Nora is determined to make her bakery work.": BORROWED_REASON}
+
+
 COACH = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
 
 

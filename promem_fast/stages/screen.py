@@ -1154,7 +1154,11 @@ _SAME_HERE = re.compile(r"\b(?:me too|me as well|same(?: here| for me)?|so do i|
 
 def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
     """True when the entry's main clause takes words its user turn lacks from what the other
-    speaker just said about themselves: 2 or more of its content words are missing from
+    speaker just said about themselves (``previous_other_turn``; the screen also passes the
+    other speaker's turn right after, which the 1.5B model merges with a short user reply:
+    "Wow, the studio looks awesome!" / "I'm determined to make this studio work" -> "User is
+    determined to make her studio work"; replay over the labelled memories: 2 wrong, no
+    correct one, no LoCoMo observation): 2 or more of its content words are missing from
     ``turn_text``, each of them is in a first-person statement (not a question) of
     ``previous_other_turn``, and one is not a name ("I ran a charity race last Saturday" /
     "That charity race sounds great!" -> "User ran a charity race last Saturday"). Not when

@@ -388,7 +388,10 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
         return REVERSED_FEELING_REASON
-    if screen.borrowed_from_other(text, name, turn.content, previous):
+    # the other side's news from the turn before or, a short reply being merged with what
+    # follows it ("Wow!" / "I'm determined to make this studio work"), the turn after
+    if (screen.borrowed_from_other(text, name, turn.content, previous)
+            or screen.borrowed_from_other(text, name, turn.content, _next_other(state, turn))):
         return BORROWED_REASON
     if screen.inferred(text, turn.content):
         return INFERRED_REASON
@@ -406,6 +409,14 @@ def _previous_other(state: PipelineState, turn: Turn) -> str:
     k = state.turn_pos.get(turn.turn_id, 0)
     prev = state.session.turns[k - 1] if k > 0 else None
     return prev.content if prev is not None and prev.role != "user" else ""
+
+
+def _next_other(state: PipelineState, turn: Turn) -> str:
+    """Text of the non-user turn right after ``turn`` ("" when there is none, or it is the user's)."""
+    k = state.turn_pos.get(turn.turn_id)
+    turns = state.session.turns
+    nxt = turns[k + 1] if k is not None and k + 1 < len(turns) else None
+    return nxt.content if nxt is not None and nxt.role != "user" else ""
 
 
 def _other_speakers(state: PipelineState) -> tuple[list[str], list[str]]:
