@@ -497,14 +497,31 @@ async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
 async def test_a_short_reply_merged_with_the_other_speakers_next_turn_is_discarded():
     # the model merges "looks awesome!" with what the other side says right after it
     rows = [("a1", "assistant", "I'm pouring all my time into the bakery lately."),
-            ("u2", "user", "Wow, the bakery looks awesome, you make it look easy! I baked rye bread this morning."),
+            ("u2", "user", "Wow, the bakery looks awesome, you make it look easy!"),
             ("a3", "assistant", "Thanks! I'm determined to make this bakery work, whatever it takes."),
-            ("u4", "user", "You will! I'm determined to finish my degree this year.")]
+            ("u4", "user", "You will! I baked rye bread this morning. I'm determined to finish my degree this year.")]
     kept, why, _ = await screened(rows, [("Nora is determined to make her bakery work.", ["u2"]),
-                                         ("Nora baked rye bread this morning.", ["u2"]),
+                                         ("Nora baked rye bread this morning.", ["u4"]),
                                          ("Nora is determined to finish her degree this year.", ["u4"])])
     assert kept == ["Nora baked rye bread this morning.", "Nora is determined to finish her degree this year."]
     assert why == {"Nora is determined to make her bakery work.": BORROWED_REASON}
+
+
+@pytest.mark.parametrize("rows, entry", [
+    # an answer to a question is the user's news, whatever the other side then says of theirs
+    ([("a1", "assistant", "How's the new job at the hospital going?"),
+      ("u2", "user", "Honestly exhausting, the night shifts are brutal."),
+      ("a3", "assistant", "I worked night shifts at a hospital for two years, I know the feeling.")],
+     "Nora works night shifts at the hospital."),
+    # a turn in the first person tells of the user
+    ([("a1", "assistant", "Guitar lessons are going well for me."),
+      ("u2", "user", "Three months now, my fingers hurt so much!"),
+      ("a3", "assistant", "I've been learning guitar for years and my fingers still hurt.")],
+     "Nora has been learning guitar for three months."),
+])
+async def test_the_users_answer_is_kept_whatever_the_other_side_says_next(rows, entry):
+    kept, why, _ = await screened(rows, [(entry, ["u2"])])
+    assert kept == [entry] and why == {}
 
 
 COACH = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]

@@ -1155,10 +1155,11 @@ _SAME_HERE = re.compile(r"\b(?:me too|me as well|same(?: here| for me)?|so do i|
 def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
     """True when the entry's main clause takes words its user turn lacks from what the other
     speaker just said about themselves (``previous_other_turn``; the screen also passes the
-    other speaker's turn right after, which the 1.5B model merges with a short user reply:
-    "Wow, the studio looks awesome!" / "I'm determined to make this studio work" -> "User is
-    determined to make her studio work"; replay over the labelled memories: 2 wrong, no
-    correct one, no LoCoMo observation): 2 or more of its content words are missing from
+    other speaker's turn right after a user turn that only reacts, with no question before it
+    and no first person in it, which the 1.5B model merges with the reaction: "Wow, the studio
+    looks awesome!" / "I'm determined to make this studio work" -> "User is determined to make
+    her studio work"; replay over the labelled memories: 2 wrong, no correct one, no LoCoMo
+    observation): 2 or more of its content words are missing from
     ``turn_text``, each of them is in a first-person statement (not a question) of
     ``previous_other_turn``, and one is not a name ("I ran a charity race last Saturday" /
     "That charity race sounds great!" -> "User ran a charity race last Saturday"). Not when
@@ -1181,6 +1182,12 @@ def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_othe
     own = [c.lower() for c in _clauses(_statements(previous_other_turn.replace("\u2019", "'")))
            if any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(c))]
     return bool(own) and all(any(word_in(w, c) for c in own) for w in missing)
+
+
+def speaks_of_self(turn_text: str) -> bool:
+    """``turn_text`` has a first-person word ("I", "my", "we", "me", ...; a typographic
+    apostrophe read as the plain one)."""
+    return any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(turn_text.replace("\u2019", "'")))
 
 
 def _statements(text: str) -> str:

@@ -388,10 +388,14 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
         return REVERSED_FEELING_REASON
-    # the other side's news from the turn before or, a short reply being merged with what
-    # follows it ("Wow!" / "I'm determined to make this studio work"), the turn after
+    # the other side's news from the turn before or, when the user only reacted (no question
+    # before, no first person in the turn: "Wow, the studio looks awesome!"), from the turn
+    # after, which the model merges with the reaction ("I'm determined to make this studio
+    # work"); an answer ("How's the job?" / "Exhausting, the night shifts are brutal.") is
+    # the user's own news whatever the other side says of theirs next
+    following = "" if "?" in previous or screen.speaks_of_self(turn.content) else _next_other(state, turn)
     if (screen.borrowed_from_other(text, name, turn.content, previous)
-            or screen.borrowed_from_other(text, name, turn.content, _next_other(state, turn))):
+            or screen.borrowed_from_other(text, name, turn.content, following)):
         return BORROWED_REASON
     if screen.inferred(text, turn.content):
         return INFERRED_REASON
