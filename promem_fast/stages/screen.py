@@ -822,7 +822,7 @@ def _echoes_other(body: str, user_name: str, previous_other_turn: str, turn_text
     if not words or _names_something(body):
         return False
     turn_text = turn_text.replace("\u2019", "'")
-    if _SAME_HERE.search(turn_text) or any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(turn_text)):
+    if _SAME_HERE.search(turn_text) or speaks_of_self(turn_text):
         return False  # "Hiking in the Rockies? I go every summer": the user's own
     said = " ".join(x for x in _SENTENCE_END.split(_statements(previous_other_turn).replace("\u2019", "'"))
                     if not _ADDRESSEE & {t.lower() for t in _TOKEN.findall(x)}).lower()
@@ -1069,7 +1069,7 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
 
 _REQUEST = re.compile(r"(?:(?:please|hey|so|ok|okay) )?(?:can|could|would|will) you\b")
 _OTHERS_POSSESSIVE = frozenset("their his her".split())
-# "'s" after these is "is" or "has" ("it's", "everything's"), or names a time ("today's"): no owner
+# "'s" after these is "is" or "has" ("it's", "everything's"): no owner
 _NOT_OWNERS = frozenset("""it that what there here he she who where how when why let everything everyone
 everybody something someone somebody nothing nobody anything anyone life one""".split())
 # "this year's garden", "Saturday's race", "last night's speech": a time, not an owner
@@ -1179,8 +1179,7 @@ def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_othe
     casing = {t.casefold(): t for t in _TOKEN.findall(main)}
     if all(casing.get(w, w)[:1].isupper() for w in missing):
         return False
-    own = [c.lower() for c in _clauses(_statements(previous_other_turn.replace("\u2019", "'")))
-           if any(t.lower() in _FIRST_PERSON for t in _TOKEN.findall(c))]
+    own = [c.lower() for c in _clauses(_statements(previous_other_turn.replace("\u2019", "'"))) if speaks_of_self(c)]
     return bool(own) and all(any(word_in(w, c) for c in own) for w in missing)
 
 

@@ -408,19 +408,23 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     return None
 
 
+def _other_beside(state: PipelineState, turn: Turn, step: int) -> str:
+    """Text of the turn ``step`` places from ``turn`` (-1: before, 1: after) when it is not
+    the user's; "" when there is none, it is the user's, or ``turn`` is not in the session."""
+    k = state.turn_pos.get(turn.turn_id)
+    j = -1 if k is None else k + step
+    turns = state.session.turns
+    return turns[j].content if 0 <= j < len(turns) and turns[j].role != "user" else ""
+
+
 def _previous_other(state: PipelineState, turn: Turn) -> str:
     """Text of the non-user turn right before ``turn`` ("" when the turn before is the user's)."""
-    k = state.turn_pos.get(turn.turn_id, 0)
-    prev = state.session.turns[k - 1] if k > 0 else None
-    return prev.content if prev is not None and prev.role != "user" else ""
+    return _other_beside(state, turn, -1)
 
 
 def _next_other(state: PipelineState, turn: Turn) -> str:
     """Text of the non-user turn right after ``turn`` ("" when there is none, or it is the user's)."""
-    k = state.turn_pos.get(turn.turn_id)
-    turns = state.session.turns
-    nxt = turns[k + 1] if k is not None and k + 1 < len(turns) else None
-    return nxt.content if nxt is not None and nxt.role != "user" else ""
+    return _other_beside(state, turn, 1)
 
 
 def _other_speakers(state: PipelineState) -> tuple[list[str], list[str]]:
