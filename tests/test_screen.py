@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON,
+    URGED_REASON, CITED_OTHER_REASON,
     dedup_entries, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -1372,3 +1372,41 @@ async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
 def test_names_other_speaker(text, others, named):
     assert screen.names_other_speaker(text, others, "Nora Smith") is named
 
+
+
+# --- the other speaker's turn that the entry cites ---------------------------------------------
+
+async def test_an_entry_the_other_speakers_cited_turn_states_better_is_discarded():
+    # the draft cites the other side's turn it took the news from; the user only echoes it
+    # (one word of it missing from the user's turn: too few for the borrowed-words rule)
+    rows = [("a1", "assistant", "Searching for a pottery studio location has been tricky, but I'm determined."),
+            ("u2", "user", "Searching for the perfect pottery studio is a tough job, Kai. I signed up for a sailing course in June."),
+            ("a3", "assistant", "Sailing sounds fun!")]
+    kept, why, _ = await screened(rows, [("Nora is searching for a pottery studio location.", ["a1", "u2"]),
+                                         ("Nora signed up for a sailing course in June.", ["u2", "a3"])])
+    assert kept == ["Nora signed up for a sailing course in June."]
+    assert why == {"Nora is searching for a pottery studio location.": CITED_OTHER_REASON}
+
+
+@pytest.mark.parametrize("user_turn, other_turn, entry, flagged", [
+    # the other side's first-person statement holds words the user's turn lacks
+    ("Finding the perfect studio spot is tough.", "I'm set on a pottery studio near the harbour.",
+     "Nora is set on a pottery studio near the harbour.", True),
+    # a question holds the words: the user answers it, the fact is the user's
+    ("Five years already!", "How long have you been married?", "Nora has been married for five years.", False),
+    # the other side restates the user's news in the second person: no first person, not theirs
+    ("Ran my first marathon!", "Wow, you ran your first marathon in Oslo!", "Nora ran her first marathon in Oslo.", False),
+    # "me too": it holds for the user as well
+    ("Yeah, me too! Jazz is so soothing.", "I love jazz, it's soothing and I play the sax.",
+     "Nora loves jazz and plays the sax.", False),
+    # the user's turn states it as well as the other's does
+    ("I'm set on a pottery studio near the harbour.", "I'm set on a pottery studio near the harbour.",
+     "Nora is set on a pottery studio near the harbour.", False),
+])
+def test_cited_other_states_better(user_turn, other_turn, entry, flagged):
+    assert screen.cited_other_states_better(entry, "Nora", [user_turn], [other_turn]) is flagged
+
+
+def test_cited_other_states_better_needs_a_cited_other_turn():
+    assert not screen.cited_other_states_better("Nora is set on a studio near the harbour.", "Nora",
+                                                ["Finding a studio is tough."], [])

@@ -48,7 +48,7 @@ from . import screen
 from .extract import (CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, clean_uncut, copies_dialogue_line,
                       half_translated, uncut)
 from .segment import turn_vectors
-from .state import PipelineState, clean_text, has_text, norm_key
+from .state import Entry, PipelineState, clean_text, has_text, norm_key
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ WISHED_REASON = "a wish of the user's stated as a fact"
 EXHORTED_REASON = "a collective exhortation ('we can ...') stated as the user's own"
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
+CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
@@ -408,6 +409,16 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     return None
 
 
+def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict[str, Turn]) -> Optional[str]:
+    """:data:`CITED_OTHER_REASON` when a non-user turn among the entry's source turns states
+    it better than ``premise`` and its user source turns (:func:`.screen.cited_other_states_better`);
+    an entry-level check: atomic facts and revisions cite no turns."""
+    cited = [turn_by_id[t] for t in e.source_turn_ids if t in turn_by_id]
+    users = [premise.content] + [t.content for t in cited if t.role == "user" and t.turn_id != premise.turn_id]
+    other = [t.content for t in cited if t.role != "user"]
+    return CITED_OTHER_REASON if screen.cited_other_states_better(e.text, state.user_name, users, other) else None
+
+
 def _other_beside(state: PipelineState, turn: Turn, step: int) -> str:
     """Text of the turn ``step`` places from ``turn`` (-1: before, 1: after) when it is not
     the user's; "" when there is none, it is the user's, or ``turn`` is not in the session."""
@@ -473,7 +484,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         for i in checkable:
             e = state.entries[i]
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
-            why = screen_reason(state, e.text, premise_turn[i], others, other_turns)
+            why = screen_reason(state, e.text, premise_turn[i], others, other_turns) or _cited_other(
+                state, e, premise_turn[i], turn_by_id)
             grounded_user = turn_by_id[e.ground_turn_id].role == "user"
             if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
