@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON, CITED_OTHER_REASON,
+    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON,
     dedup_entries, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -1410,3 +1410,41 @@ def test_cited_other_states_better(user_turn, other_turn, entry, flagged):
 def test_cited_other_states_better_needs_a_cited_other_turn():
     assert not screen.cited_other_states_better("Nora is set on a studio near the harbour.", "Nora",
                                                 ["Finding a studio is tough."], [])
+
+
+# --- an entry that speaks to someone ---------------------------------------------------------
+
+@pytest.mark.parametrize("text, addressed", [
+    ("Nora is in awe of your courage as a trans person.", True),
+    ("Nora is always around for you.", True),
+    ("Nora will talk to you soon.", True),
+    ("You should see Nora's garden.", True),                      # capitalised at a sentence start
+    ("Nora thinks art shows who you\u2019re meant to be.", True),  # typographic apostrophe
+    ("Nora loves the song 'All You Need Is Love'.", False),        # a title in quotes
+    ("Nora read \"You Are a Badass\" twice.", False),
+    ("Nora's favourite film is Me Before You.", False),            # a title without quotes
+    ("Nora's painting is about being yourself.", False),           # "yourself" is often generic
+    ("Nora's youngest son plays the tuba.", False),                # "you" only at a word start
+])
+def test_addresses_someone(text, addressed):
+    assert screen.addresses_someone(text) is addressed
+
+
+async def test_an_entry_that_speaks_to_someone_is_discarded():
+    rows = [("a1", "assistant", "I finally got my pilot licence last week!"),
+            ("u2", "user", "I'm in awe of your courage, Kai. I bought a kayak on Monday.")]
+    kept, why, _ = await screened(rows, [("Nora is in awe of your courage.", ["u2"]),
+                                         ("Nora bought a kayak on Monday.", ["u2"])])
+    assert kept == ["Nora bought a kayak on Monday."]
+    assert why == {"Nora is in awe of your courage.": ADDRESSED_REASON}
+
+
+async def test_a_compound_entry_keeps_its_clause_that_speaks_to_no_one():
+    # a generic "you" in one clause: the entry is decomposed and only that clause is dropped
+    rows = [("u1", "user", "I bought a kayak on Monday and it lets you reach the hidden coves.")]
+    state = await verified_one(
+        rows, "Nora bought a kayak on Monday, which lets you reach the hidden coves.",
+        ["Nora bought a kayak on Monday.", "The kayak lets you reach the hidden coves."])
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora bought a kayak on Monday."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "The kayak lets you reach the hidden coves.": "atomic fact: " + ADDRESSED_REASON}

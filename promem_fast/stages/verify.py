@@ -63,6 +63,7 @@ WISHED_REASON = "a wish of the user's stated as a fact"
 EXHORTED_REASON = "a collective exhortation ('we can ...') stated as the user's own"
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
+ADDRESSED_REASON = "speaks to someone ('you', 'your'): a copied line of the dialogue, not a memory"
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
@@ -345,7 +346,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
-            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON)
+            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -366,6 +367,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return MIXED_SCRIPT_REASON
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
         return FILLER_REASON
+    if screen.addresses_someone(text):
+        return ADDRESSED_REASON
     if screen.about_other_speaker(text, others):
         return OTHER_SPEAKER_REASON
     if screen.support(text, name, turn.content) < screen.MIN_SUPPORT:
