@@ -1402,6 +1402,17 @@ async def test_an_entry_the_other_speakers_cited_turn_states_better_is_discarded
     # the user's turn states it as well as the other's does
     ("I'm set on a pottery studio near the harbour.", "I'm set on a pottery studio near the harbour.",
      "Nora is set on a pottery studio near the harbour.", False),
+    # the other side repeats the user's news back: "I" and "you" in one sentence is about the user
+    ("Ran my first marathon!", "Wow, I can't believe you ran your first marathon in Oslo!",
+     "Nora ran her first marathon in Oslo.", False),
+    ("Got laid off from Google yesterday, it's rough.",
+     "I'm really sorry to hear you were laid off from your marketing job at Google.",
+     "Nora was laid off from her marketing job at Google.", False),
+    # a first-person question of the other side is no statement of theirs
+    ("Finding the perfect studio spot is tough.", "Am I crazy to be set on a pottery studio near the harbour?",
+     "Nora is set on a pottery studio near the harbour.", False),
+    # scripts these rules do not read
+    ("找工作真难。", "我在港口附近找到了一个陶艺工作室。", "Nora 在港口附近找到了一个陶艺工作室。", False),
 ])
 def test_cited_other_states_better(user_turn, other_turn, entry, flagged):
     assert screen.cited_other_states_better(entry, "Nora", [user_turn], [other_turn]) is flagged
@@ -1425,9 +1436,21 @@ def test_cited_other_states_better_needs_a_cited_other_turn():
     ("Nora's favourite film is Me Before You.", False),            # a title without quotes
     ("Nora's painting is about being yourself.", False),           # "yourself" is often generic
     ("Nora's youngest son plays the tuba.", False),                # "you" only at a word start
+    ("Nora's motto is 'you only live once'.", False),              # a saying in single quotes
+    ("Nora's motto is \u2018you only live once\u2019.", False),      # ... typographic ones
+    ('Nora\'s motto is "you only live once".', False),
+    ("Nora's favourite song is 'I'll be there for you'.", False),   # a contraction inside the quote
+    ("Nora wrote thank-you notes to everyone at her wedding.", False),  # a hyphenated compound
+    ("Nora plays would-you-rather with her kids.", False),
+    ("Nora ya tiene dos perros y vive en Madrid con su hermana.", False),  # not English
 ])
 def test_addresses_someone(text, addressed):
     assert screen.addresses_someone(text) is addressed
+
+
+def test_addresses_someone_leaves_the_speakers_names_alone():
+    assert screen.addresses_someone("You Wei is training for a marathon in Shanghai.", ["You Wei", "Kai"]) is False
+    assert screen.addresses_someone("You Wei is training for you.", ["You Wei"]) is True
 
 
 async def test_an_entry_that_speaks_to_someone_is_discarded():
@@ -1448,3 +1471,35 @@ async def test_a_compound_entry_keeps_its_clause_that_speaks_to_no_one():
     assert [state.entries[i].text for i in state.live_entries()] == ["Nora bought a kayak on Monday."]
     assert {d.text: d.reason for d in state.discarded} == {
         "The kayak lets you reach the hidden coves.": "atomic fact: " + ADDRESSED_REASON}
+
+
+async def _verify_cited(rows, entry, atoms, sources, nli):
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={"verify": keyed({entry: atoms})}, nli=nli))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry(entry, "draft", "kept", sources)]
+    await verify_entries(ctx, state)
+    return [state.entries[i].text for i in state.live_entries()], {d.text: d.reason for d in state.discarded}
+
+
+async def test_a_compound_the_cited_other_turn_states_better_is_split_not_lost():
+    rows = [("u1", "user", "Finding a studio is tough, Kai. I signed up for a sailing course in June!"),
+            ("a2", "assistant", "Sailing, nice! I'm set on a pottery studio near the harbour.")]
+    entry = "Nora is set on a pottery studio near the harbour and signed up for a sailing course in June."
+    atoms = ["Nora is set on a pottery studio near the harbour.", "Nora signed up for a sailing course in June."]
+    kept, why = await _verify_cited(rows, entry, atoms, ["u1", "a2"], FakeNLI(default="entailment"))
+    assert kept == ["Nora signed up for a sailing course in June."]
+    assert set(why) == {"Nora is set on a pottery studio near the harbour."}
+
+
+async def test_an_atomic_fact_the_cited_other_turn_states_better_is_discarded():
+    # the compound as a whole is stated better by the user's turn; judged not entailed, it is
+    # decomposed, and its other-side clause (half of it in the user's turn) is theirs
+    rows = [("u1", "user", "Finding a pottery studio is so tough, Kai. I signed up for a sailing course in June!"),
+            ("a2", "assistant", "Sailing, nice! I'm set on a pottery studio by the harbour.")]
+    entry = "Nora is set on a pottery studio by the harbour and signed up for a sailing course in June."
+    atoms = ["Nora is set on a pottery studio by the harbour.", "Nora signed up for a sailing course in June."]
+    kept, why = await _verify_cited(rows, entry, atoms, ["u1", "a2"],
+                                    FakeNLI({entry: "neutral"}, default="entailment"))
+    assert kept == ["Nora signed up for a sailing course in June."]
+    assert why == {"Nora is set on a pottery studio by the harbour.": "atomic fact: " + CITED_OTHER_REASON}

@@ -523,23 +523,34 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
 
 
 # the addressee in an entry: lower case anywhere, capitalised only where a sentence starts (a
-# title such as All You Need Is Love is not an address); "yourself" is often generic
-_ADDRESS_WORD = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|you'd|ya)\b")
-_ADDRESS_START = re.compile(r"(?:^|[.!?]\s+)(?:You|Your|Yours|You're|You've|You'll|You'd)\b")
-# a title in single quotes ('You Belong With Me'); an apostrophe inside a word opens none
-_SINGLE_QUOTED = re.compile(r"(?<!\w)'[^'\n]{2,}?'(?!\w)")
+# title such as All You Need Is Love is not an address); "yourself" is often generic, and a
+# hyphenated compound ("thank-you notes") addresses no one
+_ADDRESS_WORD = re.compile(r"(?<!-)\b(?:you|your|yours|you're|you've|you'll|you'd)\b(?!-)")
+_ADDRESS_START = re.compile(r"(?:^|[.!?]\s+)(?:You|Your|Yours|You're|You've|You'll|You'd)\b(?!-)")
+# a title or saying in single quotes ('I'll be there for you'); an apostrophe inside a word
+# neither opens nor closes one
+_SINGLE_QUOTED = re.compile(r"(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w)){2,}?'(?!\w)")
 
 
-def addresses_someone(text: str) -> bool:
+def addresses_someone(text: str, names: Sequence[str] = ()) -> bool:
     """The entry speaks to someone: it has "you", "your", "you're", ... outside quotes (a
     line of the dialogue copied into memory, "Melanie is in awe of your courage", "Gina is
-    always around for you"). A memory entry names its people; none of the 626 gold points
+    always around for you"). A memory entry names its people; none of the 667 gold points
     of ``../shared/data`` (LoCoMo observations, HaluMem memory points) has such a word, and
-    of the labelled memories with one, 17 were filler or wrong and 1 correct (a generic
-    "lets you move" inside a longer entry, which the caller splits into its clauses).
-    Capitalised forms count only at a sentence start, so a title (All You Need Is Love) is
-    not an address; "yourself" is left alone (generic: "finding comfort in being yourself")."""
-    t = _SINGLE_QUOTED.sub(" ", unquoted(text.replace("\u2019", "'")))
+    of the labelled memories with one, 15 were filler or wrong and 1 correct (a generic
+    "lets you move" inside a longer entry, which the caller splits into its clauses). A
+    generic "you" in the user's own view ("believes what you eat affects your mood") is
+    dropped too: rare in the labelled runs. Capitalised forms count only at a sentence
+    start, so a title (All You Need Is Love) is not an address; ``names`` (the speakers'
+    names: "You Wei") and "yourself" (generic: "being yourself") are left alone. English
+    only (:func:`~promem_fast.timeparse.language_of`)."""
+    t = unquoted(text.replace("\u2019", "'").replace("\u2018", "'"))
+    t = _SINGLE_QUOTED.sub(" ", t)
+    for n in names:
+        if n:
+            t = re.sub(rf"\b{re.escape(n)}\b", " ", t)
+    if language_of(t) != "en":
+        return False
     return bool(_ADDRESS_WORD.search(t) or _ADDRESS_START.search(t))
 
 
@@ -1211,9 +1222,10 @@ def cited_other_states_better(text: str, user_name: str, user_turns: Sequence[st
                               cited_other_turns: Sequence[str]) -> bool:
     """True when a turn of the other speaker that the entry itself cites (its
     ``source_turn_ids``) states it better than the user's turns do: the entry's
-    :func:`support` in that turn's first-person statements (questions and sentences without
-    "I" / "my" / "we" set aside) is higher than in every one of ``user_turns`` (its grounding
-    turn and the user turns it cites). The 1.5B draft cites the turn it took the news from:
+    :func:`support` in that turn's first-person statements (questions, sentences without
+    "I" / "my" / "we", and sentences with "you", which speak of the user too, "I can't believe
+    you ran a marathon!", set aside) is higher than in every one of ``user_turns`` (its
+    grounding turn and the user turns it cites). The 1.5B draft cites the turn it took the news from:
     "Searching for a dance studio location has been tricky" (the other speaker) / "Searching
     for the perfect dance studio's a tough job, Jon" (the user) -> "User is searching for a
     dance studio location". Not when a user turn says it holds for them too ("Me too"), and
@@ -1226,7 +1238,9 @@ def cited_other_states_better(text: str, user_name: str, user_turns: Sequence[st
     others = [t.replace("\u2019", "'") for t in cited_other_turns]
     if _NON_LATIN.search(" ".join(users + others)) or any(_SAME_HERE.search(t) for t in users):
         return False
-    own = [" ".join(x for x in _SENTENCE_END.split(_statements(t)) if speaks_of_self(x)) for t in others]
+    # a sentence with "you" is about the user too ("I can't believe you ran a marathon!")
+    own = [" ".join(x for x in _SENTENCE_END.split(_statements(t))
+                    if speaks_of_self(x) and not addresses_someone(x)) for t in others]
     own = [o for o in own if o.strip()]
     if not own:
         return False

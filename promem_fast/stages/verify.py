@@ -346,7 +346,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
-            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON)
+            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -367,13 +367,13 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return MIXED_SCRIPT_REASON
     if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
         return FILLER_REASON
-    if screen.addresses_someone(text):
-        return ADDRESSED_REASON
     if screen.about_other_speaker(text, others):
         return OTHER_SPEAKER_REASON
     if screen.support(text, name, turn.content) < screen.MIN_SUPPORT:
         said_by_other = any(screen.support(text, name, t) >= screen.MIN_SUPPORT for t in other_turns)
         return ASSISTANT_REASON if said_by_other else UNSTATED_REASON
+    if screen.addresses_someone(text, [name, *others]):
+        return ADDRESSED_REASON
     if screen.names_no_one(text, name, others):
         return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
@@ -412,14 +412,17 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     return None
 
 
-def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict[str, Turn]) -> Optional[str]:
+def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict[str, Turn],
+                 text: Optional[str] = None) -> Optional[str]:
     """:data:`CITED_OTHER_REASON` when a non-user turn among the entry's source turns states
-    it better than ``premise`` and its user source turns (:func:`.screen.cited_other_states_better`);
-    an entry-level check: atomic facts and revisions cite no turns."""
+    ``text`` (default: the entry's text; an atomic fact of it when the entry was split)
+    better than ``premise`` and the entry's user source turns
+    (:func:`.screen.cited_other_states_better`)."""
     cited = [turn_by_id[t] for t in e.source_turn_ids if t in turn_by_id]
     users = [premise.content] + [t.content for t in cited if t.role == "user" and t.turn_id != premise.turn_id]
     other = [t.content for t in cited if t.role != "user"]
-    return CITED_OTHER_REASON if screen.cited_other_states_better(e.text, state.user_name, users, other) else None
+    hit = screen.cited_other_states_better(e.text if text is None else text, state.user_name, users, other)
+    return CITED_OTHER_REASON if hit else None
 
 
 def _other_beside(state: PipelineState, turn: Turn, step: int) -> str:
@@ -556,7 +559,10 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
     if p.screen_entries:
         for i in failed:
             for k, f in enumerate(facts[i]):
-                why = screen_reason(state, f, premise_turn[i], others, other_turns)
+                # an atomic fact keeps its entry's sources: the other side's clause of a
+                # compound the draft took from their turn is theirs
+                why = screen_reason(state, f, premise_turn[i], others, other_turns) or _cited_other(
+                    state, state.entries[i], premise_turn[i], turn_by_id, f)
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
