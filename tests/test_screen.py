@@ -527,13 +527,14 @@ async def test_the_users_answer_is_kept_whatever_the_other_side_says_next(rows, 
 COACH = [("u1", "user", "My coach moved the team run to Saturday. I'm skipping it because my ankle hurts.")]
 
 
-async def verified_one(rows, entry, atoms):
-    """HV of one entry on ``rows`` (a lenient judge); the decomposer answers ``atoms``."""
+async def verified_one(rows, entry, atoms, sources=("u1",), nli=None):
+    """HV of one entry citing ``sources`` on ``rows`` (``nli``, default a lenient judge); the
+    decomposer answers ``atoms``."""
     s = session(rows)
     rules = {"verify": keyed({entry: atoms})}
-    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=nli or FakeNLI(default="entailment")))
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.entries = [Entry(entry, "draft", "kept", ["u1"])]
+    state.entries = [Entry(entry, "draft", "kept", list(sources))]
     await verify_entries(ctx, state)
     return state
 
@@ -1473,12 +1474,7 @@ async def test_a_compound_entry_keeps_its_clause_that_speaks_to_no_one():
         "The kayak lets you reach the hidden coves.": "atomic fact: " + ADDRESSED_REASON}
 
 
-async def _verify_cited(rows, entry, atoms, sources, nli):
-    s = session(rows)
-    ctx = make_ctx(session=s, services=make_services(rules={"verify": keyed({entry: atoms})}, nli=nli))
-    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    state.entries = [Entry(entry, "draft", "kept", sources)]
-    await verify_entries(ctx, state)
+def _kept_and_why(state):
     return [state.entries[i].text for i in state.live_entries()], {d.text: d.reason for d in state.discarded}
 
 
@@ -1487,7 +1483,7 @@ async def test_a_compound_the_cited_other_turn_states_better_is_split_not_lost()
             ("a2", "assistant", "Sailing, nice! I'm set on a pottery studio near the harbour.")]
     entry = "Nora is set on a pottery studio near the harbour and signed up for a sailing course in June."
     atoms = ["Nora is set on a pottery studio near the harbour.", "Nora signed up for a sailing course in June."]
-    kept, why = await _verify_cited(rows, entry, atoms, ["u1", "a2"], FakeNLI(default="entailment"))
+    kept, why = _kept_and_why(await verified_one(rows, entry, atoms, sources=["u1", "a2"]))
     assert kept == ["Nora signed up for a sailing course in June."]
     assert set(why) == {"Nora is set on a pottery studio near the harbour."}
 
@@ -1499,7 +1495,7 @@ async def test_an_atomic_fact_the_cited_other_turn_states_better_is_discarded():
             ("a2", "assistant", "Sailing, nice! I'm set on a pottery studio by the harbour.")]
     entry = "Nora is set on a pottery studio by the harbour and signed up for a sailing course in June."
     atoms = ["Nora is set on a pottery studio by the harbour.", "Nora signed up for a sailing course in June."]
-    kept, why = await _verify_cited(rows, entry, atoms, ["u1", "a2"],
-                                    FakeNLI({entry: "neutral"}, default="entailment"))
+    kept, why = _kept_and_why(await verified_one(rows, entry, atoms, sources=["u1", "a2"],
+                                                 nli=FakeNLI({entry: "neutral"}, default="entailment")))
     assert kept == ["Nora signed up for a sailing course in June."]
     assert why == {"Nora is set on a pottery studio by the harbour.": "atomic fact: " + CITED_OTHER_REASON}
