@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON,
+    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON,
     dedup_entries, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -96,9 +96,20 @@ async def test_filler_entries_are_discarded_before_nli():
     ("Teo, her brother, moved to Oslo.", False),
     ("Kai painted the lake.", False),         # the other speaker is named (another rule decides)
     ("诺拉离婚了。", False),                    # non-ASCII: not decided here
+    # with another named speaker, a bare "she" / "they" could be either speaker
+    ("Her friends kept calling her every week.", True),
+    ("They have been a great way to unwind.", True),
+    ("She and her sister opened a bakery.", True),
+    ("My sister opened a bakery.", False),
 ])
 def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     assert screen.names_no_one(text, "Nora", ["Kai"]) is fragment
+
+
+@pytest.mark.parametrize("text", ["Her friends kept calling her every week.", "She and her sister opened a bakery."])
+def test_a_pronoun_names_the_user_when_no_other_speaker_is_named(text):
+    # HaluMem-style chat with an unnamed assistant: "she" can only be the user
+    assert screen.names_no_one(text, "Nora", []) is False
 
 
 @pytest.mark.parametrize("text, filler", [
@@ -492,6 +503,38 @@ async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
                                          ("Nora plays chess online with her uncle.", ["u2"])])
     assert kept == ["Nora plays chess online with her uncle."]
     assert why == {"Nora won a chess tournament in Bergen.": BORROWED_REASON}
+
+
+@pytest.mark.parametrize("entry, turn, before, remark", [
+    # the only sentence that states it has no "I": a remark on the other side's news
+    ("Nora sold her old camper van.", "Oh wow. Selling the old camper van must have stung. Any regrets?",
+     "We finally sold our old camper van last weekend.", True),
+    ("Nora is patient.", "Fun game! Being patient sure pays off in chess.", "I'm learning to be patient in chess.", True),
+    # the same words in a sentence of her own: her news too
+    ("Nora sold her old camper van.", "Ha, I sold my old camper van too, last spring.",
+     "We finally sold our old camper van last weekend.", False),
+    # a dropped "I" with news the other side never gave
+    ("Nora is repainting the garden shed.", "Repainting the garden shed this week, so no hikes.",
+     "Any plans for the week?", False),
+    # the other side said less of it than the user's turn
+    ("Nora swims at the lake every morning before work.", "Lake's great. Swimming there every morning before work.",
+     "The lake looked great today.", False),
+    ("Nora sold her camper van.", "Me too! Selling the camper van was hard.", "We sold our camper van.", False),
+    # nothing before it from the other side
+    ("Nora sold her camper van.", "Selling the camper van was hard.", "", False),
+])
+def test_a_remark_on_the_other_speakers_news_is_not_the_users(entry, turn, before, remark):
+    assert screen.remark_on_other_news(entry, "Nora", turn, before) is remark
+
+
+async def test_a_remark_on_the_other_speakers_news_is_discarded_and_her_own_news_kept():
+    rows = [("a1", "assistant", "Bad luck this month: I sprained my wrist and had to stop rowing for a while."),
+            ("u2", "user", "Ouch, so sorry. Rowing keeps you sane, so stopping rowing must be hard. "
+                           "I started a pottery class on Tuesdays.")]
+    kept, why, _ = await screened(rows, [("Nora had to stop rowing.", ["u2"]),
+                                         ("Nora started a pottery class on Tuesdays.", ["u2"])])
+    assert kept == ["Nora started a pottery class on Tuesdays."]
+    assert why == {"Nora had to stop rowing.": REMARK_REASON}
 
 
 async def test_a_short_reply_merged_with_the_other_speakers_next_turn_is_discarded():
@@ -1379,8 +1422,10 @@ def test_names_other_speaker(text, others, named):
 
 async def test_an_entry_the_other_speakers_cited_turn_states_better_is_discarded():
     # the draft cites the other side's turn it took the news from; the user only echoes it
-    # (one word of it missing from the user's turn: too few for the borrowed-words rule)
+    # (one word of it missing from the user's turn: too few for the borrowed-words rule; a
+    # user turn in between, so that it is no remark on the turn right before)
     rows = [("a1", "assistant", "Searching for a pottery studio location has been tricky, but I'm determined."),
+            ("u1", "user", "Oh wow."),
             ("u2", "user", "Searching for the perfect pottery studio is a tough job, Kai. I signed up for a sailing course in June."),
             ("a3", "assistant", "Sailing sounds fun!")]
     kept, why, _ = await screened(rows, [("Nora is searching for a pottery studio location.", ["a1", "u2"]),

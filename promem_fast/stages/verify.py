@@ -64,6 +64,7 @@ EXHORTED_REASON = "a collective exhortation ('we can ...') stated as the user's 
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
 BORROWED_REASON = "the other speaker's own news restated about the user (words from their turn, not the user's)"
 ADDRESSED_REASON = "speaks to someone ('you', 'your'): a copied line of the dialogue, not a memory"
+REMARK_REASON = "stated only in a remark on the other speaker's news from the turn before (no 'I' in it): their news, not the user's"
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
@@ -346,7 +347,8 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     """Screen reasons that may concern one clause of a compound entry only."""
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
-            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON)
+            PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
+            REMARK_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -401,6 +403,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if (screen.borrowed_from_other(text, name, turn.content, previous)
             or screen.borrowed_from_other(text, name, turn.content, following)):
         return BORROWED_REASON
+    if screen.remark_on_other_news(text, name, turn.content, previous):
+        return REMARK_REASON
     if screen.inferred(text, turn.content):
         return INFERRED_REASON
     if screen.unstated_kind(text, name, turn.content):
