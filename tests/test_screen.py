@@ -110,6 +110,7 @@ def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
 def test_a_pronoun_names_the_user_when_no_other_speaker_is_named(text):
     # HaluMem-style chat with an unnamed assistant: "she" can only be the user
     assert screen.names_no_one(text, "Nora", []) is False
+    assert screen.names_no_one(text, "Nora", ["assistant"]) is False
 
 
 @pytest.mark.parametrize("text, filler", [
@@ -516,9 +517,17 @@ async def test_a_reply_that_restates_the_other_speakers_news_is_discarded():
     # a dropped "I" with news the other side never gave
     ("Nora is repainting the garden shed.", "Repainting the garden shed this week, so no hikes.",
      "Any plans for the week?", False),
-    # the other side said less of it than the user's turn
+    # the other side's news holds half of it, but less than the user's turn does
     ("Nora swims at the lake every morning before work.", "Lake's great. Swimming there every morning before work.",
-     "The lake looked great today.", False),
+     "I swim at the lake every weekend.", False),
+    # an answer to the other side's question is the user's news
+    ("Nora sold the van.", "Sold it last week, finally.", "Did you sell the van?", False),
+    ("Nora adopted the puppy on Sunday.", "Yes! Adopted the puppy on Sunday.", "Did you adopt the puppy?", False),
+    # the other side tells the user's news back in the second person: not their own
+    ("Nora got the job at the bank.", "Getting the job at the bank is a dream.",
+     "Nora, you got the job at the bank, congrats!", False),
+    # no content word: nothing to weigh
+    ("Nora.", "Wow, great.", "I did it.", False),
     ("Nora sold her camper van.", "Me too! Selling the camper van was hard.", "We sold our camper van.", False),
     # nothing before it from the other side
     ("Nora sold her camper van.", "Selling the camper van was hard.", "", False),

@@ -112,9 +112,9 @@ _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f]")
 _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
 _OTHER_SUBJECT = frozenset("he she they he's she's they're they've you you're you've you'd you'll ya your yours "
                            "yourself his her their".split())
-_THIRD_PERSON = frozenset("he she they he's she's they're they've his her their".split())
 _SECOND_PERSON = frozenset("you you're you've you'd you'll ya".split())
 _ADDRESSEE = _SECOND_PERSON | frozenset("your yours yourself".split())
+_THIRD_PERSON = _OTHER_SUBJECT - _ADDRESSEE
 _POSSESSIVE = frozenset("my our his her their your".split())
 _TOKEN = re.compile(r"[\w'’]+", re.U)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -475,12 +475,14 @@ def _substantive(words: Iterable[str]) -> list[str]:
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` (ASCII) says whom it is about nowhere: neither the user's name (or
-    first name), "User", a person word with a possessive ("her brother"), a pronoun, nor any
-    capitalised name after its first word ("Divorced", "Both parents are deceased",
-    "Establish a platform for social change": a fragment, not a memory of anyone). When the
-    chat has another named speaker (``others``), "he", "she", "her", "they", ... name no one
-    either: either speaker could be meant ("Some close friends kept supporting her"; replay
-    over the labelled LoCoMo memories: 6 filler, no correct one)."""
+    first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
+    any capitalised name after its first word ("Divorced", "Both parents are deceased",
+    "Establish a platform for social change": a fragment, not a memory of anyone). When
+    another speaker of the chat has a name (``others``, roles such as "assistant" aside),
+    "he", "she", "her", "they", ... name no one either: either speaker could be meant ("Some
+    close friends kept supporting her", "She adopted a puppy"; replay over the labelled
+    LoCoMo memories: 6 filler, no correct one). That also drops a clause split off a
+    compound that keeps its own pronoun subject ("her landlord is strict")."""
     if not text.isascii():
         return False
     low = text.casefold()
@@ -491,7 +493,8 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     if any(t.lower() in ("i", "we", "my", "our", "me", "us") for t in toks):
         return False
     # with another named speaker in the chat, "she" / "his" / "they" could be either of them
-    if any(t.lower() in _OTHER_SUBJECT and not (others and t.lower() in _THIRD_PERSON) for t in toks):
+    named = bool(name_parts(others, user_name))
+    if any(t.lower() in _OTHER_SUBJECT and not (named and t.lower() in _THIRD_PERSON) for t in toks):
         return False
     return not any(t[:1].isupper() for t in toks[1:])
 
@@ -1227,23 +1230,27 @@ def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_othe
 
 def remark_on_other_news(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
     """True when the user's turn states ``text`` only in a remark on what the other speaker
-    just said: the sentence of ``turn_text`` that states most of it has no first-person word
-    (no sentence with "I", "my", "we", ... states as much), and the other speaker's turn
-    right before (``previous_other_turn``) states at least :data:`MIN_SUPPORT` of its content
-    words and no less than the user's turn does. "I'm sorry to hear that. Pottery's a great
+    just told of themselves: the sentence of ``turn_text`` that states most of it has no
+    first-person word (no sentence with "I", "my", "we", ... states as much), and the other
+    speaker's own news in the turn right before (``previous_other_turn``: its statements with
+    a first-person word and no "you"; a question such as "Did you sell the van?" is not
+    news, so "Sold it last week, finally." stays the user's) states at least
+    :data:`MIN_SUPPORT` of its content words and no less than the user's turn does. "I'm sorry to hear that. Pottery's a great
     way to relax, so it must have been tough taking a break." after "I got hurt and had to
     take a break from pottery" -> "User took a break from pottery"; "Really cool system!
     Being organized sure is key" -> "User is organized". A casual statement that drops the
     "I" ("Finishing up choreography for the festival") is kept when the other side did not
     say it first. Not when the user says it holds for them too ("Me too"). Replay over the
-    labelled memories of ``../shared/data``: 8 wrong, 5 filler, 1 correct flagged; 2 of
-    LoCoMo's 346 dev observations with a user evidence turn, both the user's praise of the
-    other speaker (filler by the rubric). English-script turns only; False without a
-    previous other turn. Shape: str in, bool out."""
+    labelled memories of ``../shared/data``: 7 wrong and 1 filler flagged, no correct one;
+    1 of LoCoMo's 346 dev observations with a user evidence turn, the user's praise of the
+    other speaker (filler by the rubric). Latin-script turns only; False without a
+    previous other turn or for an entry with no content word. Shape: str in, bool out."""
     if not previous_other_turn or _NON_LATIN.search(turn_text + previous_other_turn):
         return False
-    turn_text = turn_text.replace("\u2019", "'")
-    if _SAME_HERE.search(turn_text):
+    if _SAME_HERE.search(turn_text) or not predicate_words(text, user_name):
+        return False
+    news = _own_news(previous_other_turn.replace("\u2019", "'"))
+    if not news:
         return False
     own = remark = 0.0
     for sent in _SENTENCE_END.split(turn_text):
@@ -1255,7 +1262,7 @@ def remark_on_other_news(text: str, user_name: str, turn_text: str, previous_oth
                 remark = max(remark, s)
     if remark == 0 or own >= remark:
         return False
-    before = support(text, user_name, previous_other_turn)
+    before = support(text, user_name, news)
     return before >= MIN_SUPPORT and before >= support(text, user_name, turn_text)
 
 
@@ -1279,14 +1286,19 @@ def cited_other_states_better(text: str, user_name: str, user_turns: Sequence[st
     others = [t.replace("\u2019", "'") for t in cited_other_turns]
     if _NON_LATIN.search(" ".join(users + others)) or any(_SAME_HERE.search(t) for t in users):
         return False
-    # a sentence with "you" is about the user too ("I can't believe you ran a marathon!")
-    own = [" ".join(x for x in _SENTENCE_END.split(_statements(t))
-                    if speaks_of_self(x) and not addresses_someone(x)) for t in others]
-    own = [o for o in own if o.strip()]
+    own = [o for o in map(_own_news, others) if o.strip()]
     if not own:
         return False
     best_other = max(support(text, user_name, o) for o in own)
     return best_other > max((support(text, user_name, t) for t in users), default=0.0)
+
+
+def _own_news(turn_text: str) -> str:
+    """The sentences of ``turn_text`` in which its speaker tells their own news: statements
+    (not questions) with a first-person word and no "you" (a sentence with "you" is about the
+    listener too: "I can't believe you ran a marathon!"), joined by spaces."""
+    return " ".join(x for x in _SENTENCE_END.split(_statements(turn_text))
+                    if speaks_of_self(x) and not addresses_someone(x))
 
 
 def speaks_of_self(turn_text: str) -> bool:
