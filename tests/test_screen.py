@@ -651,7 +651,9 @@ async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses(
     assert screen.split_clauses("Nora likes tea but not coffee and plays chess on Sundays.", "Nora") == [
         "Nora likes tea but not coffee and plays chess on Sundays."]
     assert screen.split_clauses("Nora wants a dog, but her landlord does not allow pets.", "Nora") == [
-        "Nora wants a dog.", "her landlord does not allow pets."]
+        "Nora wants a dog.", "Nora's landlord does not allow pets."]
+    assert screen.split_clauses("Nora wants a dog, but their landlord does not allow pets.", "Nora") == [
+        "Nora wants a dog.", "their landlord does not allow pets."]
     assert screen.split_clauses("Nora's mom is retired and they live in Spain.", "Nora") == [
         "Nora's mom is retired and they live in Spain."]
 

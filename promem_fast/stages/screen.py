@@ -481,8 +481,7 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     another speaker of the chat has a name (``others``, roles such as "assistant" aside),
     "he", "she", "her", "they", ... name no one either: either speaker could be meant ("Some
     close friends kept supporting her", "She adopted a puppy"; replay over the labelled
-    LoCoMo memories: 6 filler, no correct one). That also drops a clause split off a
-    compound that keeps its own pronoun subject ("her landlord is strict")."""
+    LoCoMo memories: 6 filler, no correct one)."""
     if not text.isascii():
         return False
     low = text.casefold()
@@ -926,6 +925,7 @@ _VERBS = (r"(?:is|was|are|were|has|had|have|will|would|can|could|does|did|plans|
 _SPLIT_AT = re.compile(r"(,?\s+but\s+|;\s+|,\s+while\s+|,\s+whereas\s+|,?\s+and\s+(?=(?:she|he)\b|" + _VERBS + r"))",
                        re.I)
 _HE_SHE = re.compile(r"^(?:she|he)\b\s*", re.I)
+_HIS_HER = re.compile(r"^(?:her|his)\s+(?=\w)", re.I)
 # a part that opens with its verb ("is skipping it", "has two cats", "skipped it")
 _VERB_START = re.compile(r"^" + _VERBS, re.I)
 # a part that opens with a subject of its own ("her landlord", "Tomas", "they")
@@ -937,9 +937,11 @@ def split_clauses(text: str, user_name: str) -> list[str]:
     fallback when the decomposer gives a flagged compound entry back, whole or beside a
     clause of it. Only for an
     entry whose subject is the user (``User ...``): a later part that opens with "she" /
-    "he" takes the user's name in its place, one that opens with a verb ("is skipping it",
-    "skipped it") gets the name before it, one with its own subject ("her landlord does not
-    ...") stays as written; any other part, and one under 3 words, stays joined to the one
+    "he" takes the user's name in its place, one that opens with "her" / "his" the user's
+    possessive ("her landlord does not ..." -> "User's landlord does not ...": with another
+    named speaker a bare "her" names no one, :func:`names_no_one`), one that opens with a
+    verb ("is skipping it", "skipped it") gets the name before it, one with another subject
+    of its own ("their landlord", "my sister", a name) stays as written; any other part, and one under 3 words, stays joined to the one
     before it with its own separator ("likes tea but not coffee"). "and" cuts only before
     "she" / "he" or a verb. Fewer than two parts: ``[text]``."""
     if not subject_is_user(text, user_name):
@@ -952,6 +954,8 @@ def split_clauses(text: str, user_name: str) -> list[str]:
             parts[-1] = f"{parts[-1]}{sep}{part}"
         elif _HE_SHE.match(part):
             parts.append(f"{user_name} {_HE_SHE.sub('', part)}")
+        elif _HIS_HER.match(part):  # the user's: a stored clause must say whose ("her landlord")
+            parts.append(f"{user_name}'s {_HIS_HER.sub('', part)}")
         elif _VERB_START.match(part) and not re.match(r"(?:are|were|have)\b", part, re.I):
             parts.append(f"{user_name} {part}")  # a plural verb has a plural subject: not the user alone
         elif _OWN_SUBJECT.match(part):
