@@ -941,9 +941,10 @@ def split_clauses(text: str, user_name: str) -> list[str]:
     possessive ("her landlord does not ..." -> "User's landlord does not ...": with another
     named speaker a bare "her" names no one, :func:`names_no_one`), one that opens with a
     verb ("is skipping it", "skipped it") gets the name before it, one with another subject
-    of its own ("their landlord", "my sister", a name) stays as written; any other part, and one under 3 words, stays joined to the one
-    before it with its own separator ("likes tea but not coffee"). "and" cuts only before
-    "she" / "he" or a verb. Fewer than two parts: ``[text]``."""
+    of its own ("their landlord", "my sister", a name) stays as written; any other part,
+    and one under 3 words, stays joined to the one before it with its own separator ("likes
+    tea but not coffee"). "and" cuts only before "she" / "he" or a verb. Fewer than two
+    parts: ``[text]``."""
     if not subject_is_user(text, user_name):
         return [text]
     pieces = _SPLIT_AT.split(text.strip().rstrip("."))
@@ -1239,9 +1240,10 @@ def remark_on_other_news(text: str, user_name: str, turn_text: str, previous_oth
     speaker's own news in the turn right before (``previous_other_turn``: its statements with
     a first-person word and no "you"; a question such as "Did you sell the van?" is not
     news, so "Sold it last week, finally." stays the user's) states at least
-    :data:`MIN_SUPPORT` of its content words and no less than the user's turn does. "I'm sorry to hear that. Pottery's a great
-    way to relax, so it must have been tough taking a break." after "I got hurt and had to
-    take a break from pottery" -> "User took a break from pottery"; "Really cool system!
+    :data:`MIN_SUPPORT` of its content words and no less than the user's turn does. "I'm
+    sorry to hear that. Pottery's a great way to relax, so it must have been tough taking a
+    break." after "I got hurt and had to take a break from pottery" -> "User took a break
+    from pottery"; "Really cool system!
     Being organized sure is key" -> "User is organized". A casual statement that drops the
     "I" ("Finishing up choreography for the festival") is kept when the other side did not
     say it first. Not when the user says it holds for them too ("Me too"). Replay over the
