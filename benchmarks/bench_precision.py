@@ -116,7 +116,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
     memories: dict[str, list] = {}
     lines = []
     for sl in args.slices:
-        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else None)
+        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem)
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
             t0 = time.perf_counter()
@@ -167,6 +167,8 @@ def main() -> int:
     ap.add_argument("--variants", default="promem,one-off")
     ap.add_argument("--locomo", type=parse_picks, default=None,
                     help="LoCoMo samples and sessions, e.g. conv-26:1-2 (default: conv-26:1-3,conv-30:1-2)")
+    ap.add_argument("--halumem", type=lambda x: [(None, x)], default=None, metavar="SESSIONS",
+                    help="HaluMem user3 sessions, e.g. 6,10 or 4-6 (default: 1-3)")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--labels", type=Path, help="reviewer labels (JSONL of session_id, memory, label)")

@@ -29,6 +29,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--locomo", default="conv-26:1-3,conv-30:1-2")
+    ap.add_argument("--halumem", default="1-3", help="HaluMem user3 sessions, e.g. 6,10")
     ap.add_argument("--exclude", type=Path, action="append", default=[],
                     help="a labels file whose memories are not packed again (label in batches)")
     args = ap.parse_args()
@@ -59,7 +60,7 @@ def main() -> int:
     args.pack.mkdir(parents=True, exist_ok=True)
     (args.pack / "to_label.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items),
                                               encoding="utf-8")
-    sessions = load_slice("halumem", args.data) + load_slice("locomo", args.data, parse_picks(args.locomo))
+    sessions = load_slice("halumem", args.data, [(None, args.halumem)]) + load_slice("locomo", args.data, parse_picks(args.locomo))
     md = []
     packed = {r["session_id"] for r in items}
     for s in sessions:
