@@ -853,3 +853,11 @@ def test_a_half_translated_fact_is_discarded_and_a_word_the_turns_say_is_kept():
     assert [t for t, _ in parse_facts(state, items, ["t1", "t2"], "recover")] == [
         "ユミは昨日友人と東京で映画鑑賞をした。", "ユミ visited Hawaiʻi and takes B₁₂."]
     assert [d.text for d in state.discarded] == ["ユミ watched a film in Tokyo with 友人."]
+
+
+def test_turn_ids_wrapped_in_brackets_or_markup_are_kept(caplog):
+    state = new_state(make_ctx())
+    got = state.valid_ids(["<t7>", "[t1]", "(t3)", "'t5'", " t7 ", "t99", "<t9>"], ["t1", "t3", "t5", "t7"], "draft")
+    assert got == ["t7", "t1", "t3", "t5"]
+    dropped = [r.getMessage() for r in caplog.records if "dropped turn id" in r.getMessage()]
+    assert len(dropped) == 2 and "'t99'" in dropped[0] and "'<t9>'" in dropped[1]

@@ -126,11 +126,13 @@ class PipelineState:
         self.discarded.append(Discarded(text=text, stage=stage, reason=reason))
 
     def valid_ids(self, ids: Iterable, allowed: Iterable[str], where: str) -> list[str]:
-        """Keep ids present in ``allowed`` (deduplicated, in order); log each dropped id."""
+        """Keep ids present in ``allowed`` (deduplicated, in order), brackets, angle brackets,
+        parentheses and quotes around an id ignored; log each dropped id."""
         ok = set(allowed)
         out: list[str] = []
         for raw in ids:
-            tid = str(raw).strip().strip("[]")
+            # the model wraps ids as the block shows them or as markup ("[t7]", "<t7>", "'t7'")
+            tid = str(raw).strip().strip("[]<>()\"'` ")
             if tid in ok:
                 if tid not in out:
                     out.append(tid)
