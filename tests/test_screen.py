@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON,
-    dedup_entries, verify_entries)
+    dedup_entries, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
 from conftest import FakeNLI, KeywordEmbedder, const, keyed, make_config, make_ctx, make_services
@@ -1555,3 +1555,22 @@ async def test_an_atomic_fact_the_cited_other_turn_states_better_is_discarded():
                                                  nli=FakeNLI({entry: "neutral"}, default="entailment")))
     assert kept == ["Nora signed up for a sailing course in June."]
     assert why == {"Nora is set on a pottery studio by the harbour.": "atomic fact: " + CITED_OTHER_REASON}
+
+
+async def test_a_negation_only_in_the_fuller_entrys_added_clause_does_not_keep_a_duplicate():
+    """Polarity is read on the clause the shorter entry restates: "..., removing sodas from her
+    disliked list" adds a negated clause, yet restates "feels clear about healthier choices"."""
+    rows = [("u1", "user", "I feel clear and determined about making healthier choices. Removing sodas "
+                           "from my disliked list is part of it. I don't like jazz, I like blues.")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}), tau_dup_nli=None)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    texts = ["Nora feels clear and determined about making healthier choices.",
+             "Nora feels clear and determined about making healthier choices, removing sodas from her disliked list "
+             "is part of it.",
+             "Nora likes jazz.",                                   # the fuller entry negates this clause
+             "Nora doesn't like jazz, and she likes blues a lot."]
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    dropped = await dedup_entries(ctx, state)
+    assert [state.entries[i].text for i in dropped] == [texts[0]]
+    assert stands_for(texts[0], texts[1], "Nora") and not stands_for(texts[2], texts[3], "Nora")

@@ -643,7 +643,10 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     such a pair (both negated or neither, and every number of the dropped one also in the
     kept one: :func:`_numbers`) the entry with more content words stays (the
     earlier one on a tie) and takes the other's source turns; the other is discarded with
-    the reason. Of the rest, a pair at cosine >= ``pipeline.tau_dup_nli`` (0.8; None = off)
+    the reason. "Both negated or neither" is read on the clause the shorter entry restates
+    when the whole entries differ (:func:`same_polarity`): a negation in a clause only the
+    fuller entry has ("..., removing sugary sodas from her disliked list") does not keep the
+    pair apart. Of the rest, a pair at cosine >= ``pipeline.tau_dup_nli`` (0.8; None = off)
     whose fuller entry holds at least :data:`DEDUP_NLI_SHARE` of the shorter one's content
     words is sent to NLI (fuller entry as premise, stage "verify"); entailment makes the
     shorter one a duplicate too. Returns the discarded entry indices.
@@ -663,8 +666,15 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     neg = [_negated(state.entries[i].text) for i in live]
     nums = [_numbers(state.entries[i].text) for i in live]
     turns = [set(state.entries[i].source_turn_ids) for i in live]
+    texts = [state.entries[i].text for i in live]
+
+    def same_sign(r: int, k: int) -> bool:
+        # a negation in a clause the shorter entry does not restate ("..., removing sodas from
+        # her disliked list") leaves the shared clause's polarity as it is
+        return neg[r] == neg[k] or same_polarity(texts[r], texts[k], name) is True
+
     for r in order:
-        twin = next((k for k in kept if neg[k] == neg[r] and nums[r] <= nums[k] and (
+        twin = next((k for k in kept if same_sign(r, k) and nums[r] <= nums[k] and (
             sim[r, k] >= ctx.config.pipeline.tau_dup
             or (words[r] and screen.support(state.entries[live[r]].text, name,
                                             state.entries[live[k]].text) == 1.0))), None)
@@ -678,7 +688,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
         # LGBTQ+ folks" beside the re-read "chose them because they help LGBTQ+ folks ...
         # their inclusivity and support spoke to her" (5 of 6 words); not "plays chess" /
         # "plays tennis on weekends" (2 of 3)
-        fuller = next((k for k in kept if neg[k] == neg[r] and nums[r] <= nums[k] and turns[r] & turns[k]
+        fuller = next((k for k in kept if same_sign(r, k) and nums[r] <= nums[k] and turns[r] & turns[k]
                        and _states_more(state.entries[live[r]].text, state.entries[live[k]].text, name)), None)
         if fuller is None:
             kept.append(r)
@@ -700,7 +710,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     for a in range(len(kept)):
         for b in range(a + 1, len(kept)):
             full, short = kept[a], kept[b]  # kept is ordered fuller first
-            if sim[short, full] < tau or neg[short] != neg[full] or not words[short] or not nums[short] <= nums[full]:
+            if sim[short, full] < tau or not same_sign(short, full) or not words[short] or not nums[short] <= nums[full]:
                 continue
             if screen.support(state.entries[live[short]].text, name, state.entries[live[full]].text) >= DEDUP_NLI_SHARE:
                 cand.append((short, full))
@@ -731,7 +741,8 @@ def _negated(text: str) -> bool:
 
 def stands_for(short: str, full: str, user_name: str = "") -> bool:
     """Whether ``full``, an entry of the same source turn, states ``short`` more fully (dedup's
-    same-turn rule): both negated or neither, every number of ``short`` in ``full``, ``full``
+    same-turn rule): both negated or neither (on the clause of ``full`` that restates ``short``:
+    :func:`same_polarity`), every number of ``short`` in ``full``, ``full``
     has more content words (:func:`shared_words`) and holds at least 2 and
     :data:`SAME_TURN_SHARE` of ``short``'s, both as stems and as word starts
     (:func:`.screen.support`: "classical" is not "classes").
@@ -741,8 +752,8 @@ def stands_for(short: str, full: str, user_name: str = "") -> bool:
     every Friday", 4 of 5 words) is taken for a restatement; no such pair was among the
     labelled runs' entries (``dup_pairs.jsonl`` line 5).
     """
-    return (_negated(short) == _negated(full) and _numbers(short) <= _numbers(full)
-            and _states_more(short, full, user_name))
+    same_sign = _negated(short) == _negated(full) or same_polarity(short, full, user_name) is True
+    return same_sign and _numbers(short) <= _numbers(full) and _states_more(short, full, user_name)
 
 
 def _states_more(short: str, full: str, user_name: str) -> bool:
