@@ -825,6 +825,14 @@ def test_an_imperative_after_a_dash_is_urged(entry, turn, urged):
     ("Nora loves the harbour walk.", "I love the harbour walk, it calms me.", False),
     ("Nora won the regional final.", "They said I won the regional final!", False),
     ("Nora's garden looks lovely.", "It looks lovely in May.", False),  # not the user as subject
+    # a pronoun for the user in a chat with an assistant
+    ("She's been incredibly helpful during her move to Oslo.",
+     "I joined a running club. It's been incredibly helpful during my move to Oslo.", True),
+    ("He looks elegant.", "Oh, it looks elegant!", True),
+    ("She has been running with a club.", "I've been running with a club. It's been great.", False),
+    ("Her club looks elegant.", "Oh, it looks elegant!", False),           # a possessive, not a subject
+    # "to" before a noun is a preposition, not an infinitive the "it" stands for
+    ("Nora was amazing on the way to Porto.", "It was amazing on the way to Porto!", True),
 ])
 def test_a_verb_said_of_it_is_not_the_users(entry, turn, clash):
     assert screen.said_of_it(entry, "Nora", turn) is clash
