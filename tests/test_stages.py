@@ -861,3 +861,5 @@ def test_turn_ids_wrapped_in_brackets_or_markup_are_kept(caplog):
     assert got == ["t7", "t1", "t3", "t5"]
     dropped = [r.getMessage() for r in caplog.records if "dropped turn id" in r.getMessage()]
     assert len(dropped) == 2 and "'t99'" in dropped[0] and "'<t9>'" in dropped[1]
+    # an id written with brackets of its own is taken as it is
+    assert state.valid_ids(["(1)", "<msg>", "1"], ["(1)", "<msg>", "1"], "draft") == ["(1)", "<msg>", "1"]

@@ -1073,23 +1073,41 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
 _IT_CLAUSE_CUT = re.compile(r"[,;:()]|\s[-\u2013\u2014]+\s|\b(?:and|but|so|because|since|while|although|though|"
                             r"when|if|which|that|who)\b", re.I)
 _IT_SUBJECT = frozenset("it it's its they they're they've he he's she she's this these those there there's".split())
+_THING_SUBJECT = frozenset("it it's its this these those there there's".split())
 _NOT_A_VERB = frozenset("me you him her us them it the a an my your his our their this that these those".split())
 
 
-def _dummy_it(head: Sequence[str], tail: Sequence[str]) -> bool:
+# adverbs that may split an infinitive ("to finally quit")
+_SPLIT_ADVERBS = frozenset("not never just even ever really finally also actually always still truly".split())
+
+
+def _dummy_it(head: Sequence[str], tail: Sequence[str], cased: Sequence[str] = ()) -> bool:
     """"It's / it is / it was ... to <verb>": the "it" stands for the infinitive that follows
-    ("it's been a dream to have a family"), so the speaker may be the one meant; "to" before
-    a word that is no verb ("helpful during my move to Senior Manager") is a preposition."""
+    ("it's been a dream to have a family", "it was a relief to finally quit"), so the speaker
+    may be the one meant. ``tail``: the lower-cased tokens from the verb on; ``cased``: the
+    same tokens as written. "to" before a capitalised word or a word lemminflect knows only
+    as another part of speech ("helpful during my move to Senior Manager", "on the way to
+    the park") is a preposition; an unknown word ("to livestream") may be a verb."""
     if head[0] not in ("it", "it's") or (head[0] == "it" and (len(head) < 2 or head[1] not in ("is", "was", "has", "had"))):
         return False
-    return any(t == "to" and k + 1 < len(tail) and tail[k + 1] not in _NOT_A_VERB and _base_verb(tail[k + 1])
-               for k, t in enumerate(tail))
+    cased = list(cased) or list(tail)
+    for k, t in enumerate(tail):
+        if t != "to":
+            continue
+        j = k + 1
+        while j < len(tail) and (tail[j] in _SPLIT_ADVERBS or tail[j].endswith("ly")):
+            j += 1
+        if j < len(tail) and tail[j] not in _NOT_A_VERB and not cased[j][:1].isupper() and _may_be_verb(tail[j]):
+            return True
+    return False
 
 
-def _base_verb(word: str) -> bool:
-    """``word`` (lower case) may be a verb's base form per lemminflect's lexicon ("have",
-    "open"; not "senior" in "my move to Senior Manager")."""
-    return word in getAllLemmas(word, upos="VERB").get("VERB", ())
+def _may_be_verb(word: str) -> bool:
+    """``word`` (lower case) is a verb's base form per lemminflect's lexicon ("have", "open"),
+    or a word it does not know at all ("livestream"); not one it knows only as a noun or an
+    adjective ("senior", "the")."""
+    lemmas = getAllLemmas(word)
+    return not lemmas or word in lemmas.get("VERB", ())
 
 
 # an entry whose subject is a pronoun for the user ("She's been ...", "He looks ..."); "'s" as
@@ -1102,10 +1120,11 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
     "it", "they", "this", "he" or "she": "Contemporary dance ... - it really speaks to me"
     -> "User really speaks to her"; "Wow, it looks awesome!" -> "User looks graceful".
 
-    Only for entries that open with the user's name or with "she", "he" or "they" (the
-    user in a chat with an assistant: "It's been incredibly helpful during my move" -> "She's
-    been incredibly helpful during her move"); the verb is the entry's first content word
-    after it. Every clause of the turn holding that verb must open (after
+    Only for entries that open with the user's name, or with "she", "he" or "they" (as a
+    model may write of the user of a chat with an assistant); for these the turn's clause must
+    open with a thing ("it", "this", "these", "those", "there"): "It's been incredibly helpful
+    during my move" -> "She's been incredibly helpful during her move". The verb is the
+    entry's first content word after the subject. Every clause of the turn holding that verb must open (after
     interjections) with one of those pronouns and have no first-person word before the verb
     ("it made me reflect" is the user reflecting), and the verb must not be followed by
     "me" / "us" ("It took me three years to finish my degree" -> "User took three years to
@@ -1130,14 +1149,18 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
     verb, found = words[0].lower(), False
     for sent in _SENTENCE_END.split(turn_text):
         for clause in _IT_CLAUSE_CUT.split(sent):
-            toks = [t.lower() for t in _TOKEN.findall(clause)]
+            cased = _TOKEN.findall(clause)
+            toks = [t.lower() for t in cased]
             pos = next((k for k, t in enumerate(toks) if len(t) >= 3 and word_in(verb, t)), None)
             if pos is None:
                 continue
             head = [t for t in toks[:pos] if t not in _INTERJECTIONS]
             after = toks[pos + 1] if pos + 1 < len(toks) else ""
-            if (not head or head[0] not in _IT_SUBJECT or any(t in _FIRST_PERSON for t in head)
-                    or after in ("me", "us") or _dummy_it(head, toks[pos:])):
+            # a pronoun entry is checked against things only: "My daughter is seven. She loves
+            # to bake!" -> "She loves to bake" may mean the daughter, which other rules judge
+            subjects = _THING_SUBJECT if pronoun else _IT_SUBJECT
+            if (not head or head[0] not in subjects or any(t in _FIRST_PERSON for t in head)
+                    or after in ("me", "us") or _dummy_it(head, toks[pos:], cased[pos:])):
                 return False  # the user's clause, or the user right after the verb ("it took me a year")
             found = True
     return found

@@ -126,13 +126,17 @@ class PipelineState:
         self.discarded.append(Discarded(text=text, stage=stage, reason=reason))
 
     def valid_ids(self, ids: Iterable, allowed: Iterable[str], where: str) -> list[str]:
-        """Keep ids present in ``allowed`` (deduplicated, in order), brackets, angle brackets,
-        parentheses and quotes around an id ignored; log each dropped id."""
+        """Keep ids present in ``allowed`` (deduplicated, in order); an id not in ``allowed`` as
+        written is tried again without the brackets, angle brackets, parentheses, quotes and
+        backticks at its ends ("<t7>" -> "t7"); log each dropped id."""
         ok = set(allowed)
         out: list[str] = []
         for raw in ids:
-            # the model wraps ids as the block shows them or as markup ("[t7]", "<t7>", "'t7'")
-            tid = str(raw).strip().strip("[]<>()\"'` ")
+            # the model wraps ids as the block shows them or as markup ("[t7]", "<t7>", "'t7'");
+            # an id that is itself written so ("(1)") is taken as it is
+            tid = str(raw).strip()
+            if tid not in ok:
+                tid = tid.strip("[]<>()\"'` ")
             if tid in ok:
                 if tid not in out:
                     out.append(tid)

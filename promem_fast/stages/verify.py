@@ -643,8 +643,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     such a pair (both negated or neither, and every number of the dropped one also in the
     kept one: :func:`_numbers`) the entry with more content words stays (the
     earlier one on a tie) and takes the other's source turns; the other is discarded with
-    the reason. "Both negated or neither" is read on the clause the shorter entry restates
-    when the whole entries differ (:func:`same_polarity`): a negation in a clause only the
+    the reason. Polarity is read as :func:`_same_sign` does: a negation in a clause only the
     fuller entry has ("..., removing sugary sodas from her disliked list") does not keep the
     pair apart. Of the rest, a pair at cosine >= ``pipeline.tau_dup_nli`` (0.8; None = off)
     whose fuller entry holds at least :data:`DEDUP_NLI_SHARE` of the shorter one's content
@@ -669,9 +668,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     texts = [state.entries[i].text for i in live]
 
     def same_sign(r: int, k: int) -> bool:
-        # a negation in a clause the shorter entry does not restate ("..., removing sodas from
-        # her disliked list") leaves the shared clause's polarity as it is
-        return neg[r] == neg[k] or same_polarity(texts[r], texts[k], name) is True
+        return _same_sign(texts[r], texts[k], name, neg[r], neg[k])
 
     for r in order:
         twin = next((k for k in kept if same_sign(r, k) and nums[r] <= nums[k] and (
@@ -741,8 +738,7 @@ def _negated(text: str) -> bool:
 
 def stands_for(short: str, full: str, user_name: str = "") -> bool:
     """Whether ``full``, an entry of the same source turn, states ``short`` more fully (dedup's
-    same-turn rule): both negated or neither (on the clause of ``full`` that restates ``short``:
-    :func:`same_polarity`), every number of ``short`` in ``full``, ``full``
+    same-turn rule): the same polarity (:func:`_same_sign`), every number of ``short`` in ``full``, ``full``
     has more content words (:func:`shared_words`) and holds at least 2 and
     :data:`SAME_TURN_SHARE` of ``short``'s, both as stems and as word starts
     (:func:`.screen.support`: "classical" is not "classes").
@@ -752,8 +748,23 @@ def stands_for(short: str, full: str, user_name: str = "") -> bool:
     every Friday", 4 of 5 words) is taken for a restatement; no such pair was among the
     labelled runs' entries (``dup_pairs.jsonl`` line 5).
     """
-    same_sign = _negated(short) == _negated(full) or same_polarity(short, full, user_name) is True
-    return same_sign and _numbers(short) <= _numbers(full) and _states_more(short, full, user_name)
+    return (_same_sign(short, full, user_name, _negated(short), _negated(full))
+            and _numbers(short) <= _numbers(full) and _states_more(short, full, user_name))
+
+
+def _same_sign(short: str, full: str, user_name: str, neg_short: bool, neg_full: bool) -> bool:
+    """Whether ``full`` says ``short`` with its polarity, for dedup: :func:`same_polarity`
+    (the shorter entry's main clause against the fuller entry's clause that best matches it)
+    when it decides; else both negated or neither. A negation only in a clause the fuller entry
+    adds ("..., removing sugary sodas from her disliked list") does not keep a restatement
+    apart; a shorter entry with a negation of its own ("plays chess but never tennis") needs
+    the fuller one to have one too."""
+    sp = same_polarity(short, full, user_name)
+    if sp is False:
+        return False
+    if neg_short == neg_full:
+        return True
+    return not neg_short and sp is True
 
 
 def _states_more(short: str, full: str, user_name: str) -> bool:
