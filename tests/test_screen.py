@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON,
+    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON,
     dedup_entries, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -1593,3 +1593,25 @@ async def test_a_negation_only_in_the_fuller_entrys_added_clause_does_not_keep_a
     # the clause that matches says the opposite, though both entries hold a negation
     assert not stands_for("Nora never plays tennis on weekends.",
                           "Nora plays tennis on weekends with friends but never alone.", "Nora")
+
+
+# --- praise of the user in the other side's words ------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, praised", [
+    ("Nora's commitment to learning is inspiring.", "I keep learning every day; it's about adapting.", True),
+    ("Nora's proactive approach is truly impressive.", "I plan ahead for each project.", True),
+    ("Nora's story is inspiring to others.", "People tell me my story is inspiring to them.", False),  # her words
+    ("Nora finds the climbers inspiring.", "The climbers were great.", False),   # not a copula appraisal
+    ("Nora's garden is blooming.", "My garden is blooming!", False),
+])
+def test_praise_in_words_the_user_never_says(entry, turn, praised):
+    assert screen.praised_in_other_words(entry, turn) is praised
+
+
+async def test_praise_of_the_user_in_the_assistants_words_is_discarded():
+    rows = [("u1", "user", "My commitment to continuous learning keeps me going. I joined a pottery class on Mondays."),
+            ("a1", "assistant", "Your commitment to continuous learning is inspiring!")]
+    kept, why, _ = await screened(rows, [("Nora's commitment to continuous learning is inspiring.", ["u1"]),
+                                         ("Nora joined a pottery class on Mondays.", ["u1"])])
+    assert kept == ["Nora joined a pottery class on Mondays."]
+    assert why == {"Nora's commitment to continuous learning is inspiring.": PRAISE_REASON}

@@ -1069,6 +1069,26 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
                for k, tok in enumerate(prefix))
 
 
+# an appraisal as the entry's predicate ("... is inspiring", "... are truly impressive")
+_PRAISED = re.compile(
+    r"\b(?:is|are|was|were|has been|have been)\s+(?:(?:truly|really|so|very|quite|particularly|incredibly|"
+    r"especially)\s+)*(inspiring|impressive|admirable|commendable|remarkable|praiseworthy|exemplary|laudable|"
+    r"noteworthy)\b", re.I)
+
+
+def praised_in_other_words(text: str, turn_text: str) -> bool:
+    """True when the entry appraises ("Nora's commitment to learning is inspiring", "... are
+    truly impressive") with a word the user's turn never uses (its first 6 letters): the other
+    side's praise of the user restated as a fact, as the assistant words it ("Your optimism is
+    inspiring"). "My story is inspiring to others" said by the user keeps the entry.
+
+    Replay over the 1,602 labelled memories of ../shared/data (2026-12-06): 3 wrong memories
+    (two assistant praises in HaluMem user3 s18, one of Melanie's about Caroline's story in
+    LoCoMo) and 1 filler, no correct one, and none of the 626 gold points."""
+    m = _PRAISED.search(text)
+    return m is not None and m.group(1).lower()[:6] not in turn_text.lower()
+
+
 # clause cuts for :func:`said_of_it`: punctuation, a spaced dash, conjunctions, relatives
 _IT_CLAUSE_CUT = re.compile(r"[,;:()]|\s[-\u2013\u2014]+\s|\b(?:and|but|so|because|since|while|although|though|"
                             r"when|if|which|that|who)\b", re.I)

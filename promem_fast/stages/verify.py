@@ -72,6 +72,7 @@ REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' whe
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
 PLACEHOLDER_REASON = "names its object only by a placeholder ('the project') the turn never says (vague)"
+PRAISE_REASON = "praise of the user in words the user's turn never says (the other side's appraisal, not a fact)"
 KIND_REASON = "files someone under a kind the turn never names (world knowledge: 'her husband is a man')"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
 SOURCE_PREFERENCE = 0.9
@@ -348,7 +349,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON)
+            REMARK_REASON, PRAISE_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -376,6 +377,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return ASSISTANT_REASON if said_by_other else UNSTATED_REASON
     if screen.addresses_someone(text, [name, *others]):
         return ADDRESSED_REASON
+    if screen.praised_in_other_words(text, turn.content):
+        return PRAISE_REASON
     if screen.names_no_one(text, name, others):
         return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
