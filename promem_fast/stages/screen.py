@@ -1092,8 +1092,8 @@ def praised_in_other_words(text: str, turn_text: str) -> bool:
 # clause cuts for :func:`said_of_it`: punctuation, a spaced dash, conjunctions, relatives
 _IT_CLAUSE_CUT = re.compile(r"[,;:()]|\s[-\u2013\u2014]+\s|\b(?:and|but|so|because|since|while|although|though|"
                             r"when|if|which|that|who)\b", re.I)
-_IT_SUBJECT = frozenset("it it's its they they're they've he he's she she's this these those there there's".split())
 _THING_SUBJECT = frozenset("it it's its this these those there there's".split())
+_IT_SUBJECT = _THING_SUBJECT | frozenset("they they're they've he he's she she's".split())
 _NOT_A_VERB = frozenset("me you him her us them it the a an my your his our their this that these those".split())
 
 

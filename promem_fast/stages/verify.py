@@ -657,29 +657,29 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     if len(live) < 2:
         return []
     name = state.user_name
-    vecs = await ctx.embed([state.entries[i].text for i in live])
+    texts = [state.entries[i].text for i in live]  # dedup changes no text
+    vecs = await ctx.embed(texts)
     sim = np.asarray(vecs, dtype=np.float32) @ np.asarray(vecs, dtype=np.float32).T
-    words = [screen.predicate_words(state.entries[i].text, name) for i in live]
+    words = [screen.predicate_words(t, name) for t in texts]
     # more content words first, then creation order: the fuller statement of a fact stays
     order = sorted(range(len(live)), key=lambda r: (-len(set(words[r])), r))
     kept: list[int] = []
     dropped: list[int] = []
     # "likes jazz" and "doesn't like jazz" share every word and most of their vector
-    neg = [_negated(state.entries[i].text) for i in live]
-    nums = [_numbers(state.entries[i].text) for i in live]
+    neg = [_negated(t) for t in texts]
+    nums = [_numbers(t) for t in texts]
     turns = [set(state.entries[i].source_turn_ids) for i in live]
-    texts = [state.entries[i].text for i in live]
 
     def same_sign(r: int, k: int) -> bool:
+        # parses both entries' clauses: asked after the cheap checks of each pair
         return _same_sign(texts[r], texts[k], name, neg[r], neg[k])
 
     for r in order:
-        twin = next((k for k in kept if same_sign(r, k) and nums[r] <= nums[k] and (
+        twin = next((k for k in kept if nums[r] <= nums[k] and (
             sim[r, k] >= ctx.config.pipeline.tau_dup
-            or (words[r] and screen.support(state.entries[live[r]].text, name,
-                                            state.entries[live[k]].text) == 1.0))), None)
+            or (words[r] and screen.support(texts[r], name, texts[k]) == 1.0)) and same_sign(r, k)), None)
         if twin is not None:
-            _merge(state, live[r], live[twin], f"near-duplicate of {state.entries[live[twin]].text[:120]!r} "
+            _merge(state, live[r], live[twin], f"near-duplicate of {texts[twin][:120]!r} "
                                                 f"(cosine {float(sim[r, twin]):.3f})")
             turns[twin] |= turns[r]
             dropped.append(live[r])
@@ -688,13 +688,13 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
         # LGBTQ+ folks" beside the re-read "chose them because they help LGBTQ+ folks ...
         # their inclusivity and support spoke to her" (5 of 6 words); not "plays chess" /
         # "plays tennis on weekends" (2 of 3)
-        fuller = next((k for k in kept if same_sign(r, k) and nums[r] <= nums[k] and turns[r] & turns[k]
-                       and _states_more(state.entries[live[r]].text, state.entries[live[k]].text, name)), None)
+        fuller = next((k for k in kept if nums[r] <= nums[k] and turns[r] & turns[k]
+                       and _states_more(texts[r], texts[k], name) and same_sign(r, k)), None)
         if fuller is None:
             kept.append(r)
             continue
-        n, of = shared_words(state.entries[live[r]].text, state.entries[live[fuller]].text, name)
-        _merge(state, live[r], live[fuller], f"restated more fully by {state.entries[live[fuller]].text[:120]!r} "
+        n, of = shared_words(texts[r], texts[fuller], name)
+        _merge(state, live[r], live[fuller], f"restated more fully by {texts[fuller][:120]!r} "
                                               f"(same turn, {n} of its {of} words)")
         turns[fuller] |= turns[r]  # as _merge widened its source turns
         dropped.append(live[r])
@@ -710,17 +710,17 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     for a in range(len(kept)):
         for b in range(a + 1, len(kept)):
             full, short = kept[a], kept[b]  # kept is ordered fuller first
-            if sim[short, full] < tau or not same_sign(short, full) or not words[short] or not nums[short] <= nums[full]:
+            if sim[short, full] < tau or not words[short] or not nums[short] <= nums[full] or not same_sign(short, full):
                 continue
-            if screen.support(state.entries[live[short]].text, name, state.entries[live[full]].text) >= DEDUP_NLI_SHARE:
+            if screen.support(texts[short], name, texts[full]) >= DEDUP_NLI_SHARE:
                 cand.append((short, full))
     if not cand:
         return dropped
-    res = await ctx.nli([(state.entries[live[f]].text, state.entries[live[sh]].text) for sh, f in cand], "verify")
+    res = await ctx.nli([(texts[f], texts[sh]) for sh, f in cand], "verify")
     for (short, full), v in zip(cand, res):
         if v.label != "entailment" or short in gone or full in gone:
             continue
-        _merge(state, live[short], live[full], f"restates {state.entries[live[full]].text[:120]!r} "
+        _merge(state, live[short], live[full], f"restates {texts[full][:120]!r} "
                                                f"(cosine {float(sim[short, full]):.3f}, entailed by it)")
         gone.add(short)
         dropped.append(live[short])
