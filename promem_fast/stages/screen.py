@@ -37,7 +37,7 @@ import functools
 import re
 from typing import Iterable, Optional, Sequence
 
-from lemminflect import getAllLemmas
+from lemminflect import getAllInflections, getAllLemmas
 
 from ..timeparse import language_of
 from .extract import PAIR_SHARE, content_words, word_in
@@ -215,51 +215,128 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
     return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(bare))
 
 
-# Verbs whose bare form opening a sentence is an imperative to the other side ("Check my
-# studio by the water", "Push through!", "Hang in there"), with their other forms (word
-# starts do not match "try" / "tried" or "take" / "took"). A dropped "I" keeps its tense
-# ("Checked out a studio today"), comes with a modal ("Gotta check the floor"), or tells a
-# habit (see _HABIT).
-_IMPERATIVE_FORMS = {
-    "check": "check checks checked checking", "look": "look looks looked looking",
-    "take": "take takes took taken taking", "imagine": "imagine imagines imagined imagining",
-    "guess": "guess guesses guessed guessing", "try": "try tries tried trying",
-    "come": "come comes came coming", "join": "join joins joined joining",
-    "listen": "listen listens listened listening", "watch": "watch watches watched watching",
-    "remember": "remember remembers remembered remembering",
-    "consider": "consider considers considered considering", "picture": "picture pictures pictured picturing",
-    "keep": "keep keeps kept keeping", "believe": "believe believes believed believing",
-    "push": "push pushes pushed pushing", "hang": "hang hangs hung hanging",
-    "stay": "stay stays stayed staying", "enjoy": "enjoy enjoys enjoyed enjoying",
-    "hold": "hold holds held holding", "give": "give gives gave given giving",
-    "trust": "trust trusts trusted trusting", "follow": "follow follows followed following",
-    "show": "show shows showed shown showing", "meet": "meet meets met meeting",
-}
-_IMPERATIVE_OF = {form: verb for verb, forms in _IMPERATIVE_FORMS.items() for form in forms.split()}
+# A sentence that opens, after interjections and "please", with a verb's bare form is an
+# imperative to the other side. Two tiers, both judged by lemminflect's lexicon:
+# * verbs people mostly urge ("Check my studio", "Push through!", "Hang in there"): as soon as
+#   the sentence asks nothing and tells no habit ("Watch a lot of horror movies lately");
+# * any other verb ("Use social media", "Gather your documents", "Create those memories!") only
+#   where a dropped "I" is ruled out: no first-person word ("Start my new job Monday!"), no time
+#   mark ("Fly to Tokyo tomorrow", "Read a great novel last week") and no verb of feeling or
+#   thought ("Love this!", "Need a break").
+# Neither tier takes a word lemminflect also knows as an adjective or adverb ("Still working on
+# my biz") or a noun subject ("Work at the bakery was crazy", see _noun_subject).
+_URGED_VERBS = frozenset("""check look take imagine guess try come join listen watch remember consider picture keep
+believe push hang stay enjoy hold give trust follow show meet""".split())
+_DROPPED_I_VERBS = frozenset("""love like hope wish need want miss feel think know mean agree appreciate thank
+bet wonder reckon suppose sound seem""".split())
+_TIME_MARK = re.compile(r"\b(?:yesterday|last|ago|earlier|already|recently|finally|today|tonight|tomorrow|soon|"
+                        r"later|next|this (?:morning|afternoon|evening|week|weekend|month|year)|monday|tuesday|"
+                        r"wednesday|thursday|friday|saturday|sunday)\b", re.I)
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
+                                re.I)
 # a habit told with the "I" dropped ("Watch a lot of horror movies lately", "Hang out with my
 # sister on Sundays"): not an imperative
 _HABIT = re.compile(r"\b(?:every|always|usually|often|sometimes|lately|these days|nowadays|now|most|daily|"
                     r"weekly|each|weekends?|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
                     re.I)
+# read as verbs by lemminflect, not here: a conjunction and a modal
+_NOT_OPENERS = frozenset("while must".split())
+
+
+def _bare_verb(word: str) -> Optional[str]:
+    """``word`` (lower case) when lemminflect knows it as a verb's base form and as no
+    adjective or adverb ("use", "gather"; not "used", "still", "open"), else None."""
+    lemmas = getAllLemmas(word)
+    if "ADJ" in lemmas or "ADV" in lemmas or word not in lemmas.get("VERB", ()):
+        return None
+    return word
+
+
+def _entry_verb(words: Sequence[str]) -> Optional[str]:
+    """Verb lemma of an entry's predicate ``words`` (lemminflect): the first word, or the
+    second after an adverb ("still working" -> "work"); None when that word is no verb."""
+    for w in (x.lower() for x in words[:2]):
+        lemmas = getAllLemmas(w)
+        if "ADV" in lemmas:
+            continue
+        verbs = lemmas.get("VERB")
+        return verbs[0] if verbs else None
+    return None
+
+
+def _verb_forms(lemma: str) -> frozenset[str]:
+    """Every form of the verb ``lemma`` (lemminflect): "take" -> take, takes, took, taken, taking."""
+    forms = {lemma}
+    for spelled in getAllInflections(lemma, upos="VERB").values():
+        forms.update(spelled)
+    return frozenset(forms)
 
 
 # an imperative may follow a dash or semicolon ("We'll make it through this - hang in there!")
 _AFTER_DASH = re.compile(r"\s[-\u2013\u2014]+\s|;\s")
+_AFTER_NOUN_SUBJECT = frozenset("""is was are were has had have will would can could should might must does did
+isn't wasn't aren't hasn't won't""".split())
+# where the opening clause ends: its verb after that belongs to another clause ("Push through
+# and it will be worth it")
+_CLAUSE_END = frozenset("and but so or then that which who where when if because".split())
+# words that open an object after a 3rd-person verb ("guides my style", "gives me an escape")
+_OBJECT_START = frozenset("the a an my your his her our their its this that these those many much some any every all "
+                          "each no me us him them you".split())
+
+
+def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
+    """The word ``toks[k]`` opening ``sent``, one lemminflect knows as a noun too, reads as a
+    noun subject or an interjection, not an imperative: a verb of its own follows in its clause
+    ("Work at the bakery was crazy", "Brand identity is key"), or a preposition ("Fashion as a
+    tool", "Respect for ..."), or a 3rd-person verb and its object ("Vision guides my style"),
+    or a plural noun and a bare verb ("Dance floors help avoid injuries"), or a hyphen, comma or
+    capitalised word ("Team-building", "Man, ...", "Summer Sounds"). A word known only as a verb
+    is never a noun subject ("Remember, the trip was your idea")."""
+    word = toks[k]
+    clause = []
+    for w in toks[k + 1:]:
+        if w in _CLAUSE_END:
+            break
+        clause.append(w)
+    if "NOUN" not in getAllLemmas(word) or not clause:
+        return False
+    if any(w in _AFTER_NOUN_SUBJECT for w in clause):
+        return True
+    m = re.search(rf"\b{re.escape(word)}\b(\W?)\s*(\w?)", sent, re.I)
+    if m and (m.group(1) in ("-", ",") or m.group(2).isupper()):
+        return True
+    if clause[0] in ("as", "like", "for", "of"):
+        return True
+    if len(clause) >= 2 and clause[0].endswith("s"):
+        base = getAllLemmas(clause[0])
+        third = clause[0] not in base.get("VERB", (clause[0],))
+        plural = clause[0] not in base.get("NOUN", (clause[0],))
+        if third and clause[1] in _OBJECT_START:
+            return True
+        if plural and clause[1] != "like" and _bare_verb(clause[1]) is not None:
+            return True
+    return False
 
 
 def _imperatives(turn_text: str) -> list[tuple[str, str]]:
     """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
-    semicolon, that opens, after interjections, with the bare form of one of
-    :data:`_IMPERATIVE_FORMS`, asks nothing and tells no habit."""
+    semicolon, that opens, after interjections and "please", with a verb's bare form said as
+    an imperative (the two tiers of the comment above :data:`_URGED_VERBS`); a question is
+    never one."""
     out = []
     for sent in (p for x in _SENTENCE_END.split(turn_text) for p in _AFTER_DASH.split(x)):
         toks = [t.lower() for t in _TOKEN.findall(sent)]
         k = 0
-        while k < len(toks) and toks[k] in _INTERJECTIONS:
+        while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] == "please"):
             k += 1
-        if (k < len(toks) and toks[k] in _IMPERATIVE_FORMS and not _is_question(sent)
-                and not _HABIT.search(sent)):
-            out.append((toks[k], sent))
+        verb = _bare_verb(toks[k]) if k < len(toks) else None
+        if (verb is None or verb in _NOT_OPENERS or _noun_subject(sent, toks, k) or _is_question(sent)
+                or _HABIT.search(sent)):
+            continue
+        if verb not in _URGED_VERBS and (verb in _DROPPED_I_VERBS or _TIME_MARK.search(sent)
+                                         or _FIRST_PERSON_WORD.search(sent)):
+            continue
+        out.append((verb, sent))
     return out
 
 
@@ -278,13 +355,13 @@ def urged_only(text: str, user_name: str, turn_text: str) -> bool:
     if body == text.strip() or _NON_LATIN.search(turn_text):
         return False
     words = predicate_words(body, user_name)
-    verb = _IMPERATIVE_OF.get(words[0].lower()) if words else None
+    verb = _entry_verb(words)
     if verb is None:
         return False
     urged = [sent for v, sent in _imperatives(turn_text) if v == verb]
     if not urged:
         return False
-    forms = set(_IMPERATIVE_FORMS[verb].split())
+    forms = _verb_forms(verb)
     rest = turn_text
     for part in urged:
         rest = rest.replace(part, " ")
