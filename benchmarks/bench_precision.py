@@ -123,6 +123,13 @@ async def run(args: argparse.Namespace) -> list[dict]:
             if args.from_graphs:
                 got = read_graphs(gpath)
                 prev = _read_json(args.out / "seconds.json")
+                # a session this run directory never extracted is a wrong --locomo / --halumem,
+                # not a failed extraction (those have seconds but no graph)
+                never = [s.session_id for s in sessions
+                         if s.session_id not in got and f"{sl}-{v}/{s.session_id}" not in prev]
+                if never:
+                    raise SystemExit(f"--from-graphs: {gpath} and {args.out / 'seconds.json'} hold no "
+                                     f"extraction of {never}; pass the --locomo / --halumem picks of the run")
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
                 # rescoring takes seconds: report the extraction's wall time, as recorded
                 wall = _read_json(args.out / "wall_s.json").get(f"{sl}-{v}")

@@ -37,3 +37,7 @@ def test_from_graphs_keeps_the_extraction_wall_time(tmp_path):
     (out / "wall_s.json").unlink()
     (bare,) = lines(["--from-graphs"])
     assert bare["wall_s"] is None
+    # picks the run never extracted are an error that names them, not sessions scored as failed
+    res = subprocess.run([x if x != "conv-26:1" else "conv-26:2" for x in base] + ["--from-graphs"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode != 0 and "conv-26/session_2@Caroline" in res.stderr and not res.stdout.strip()
