@@ -521,31 +521,3 @@ def test_a_prefix_a_waiting_request_opens_with_is_saved_before_its_slot_is_overw
             assert calls[-2:] == [("cp", 1, 0), ("rm", 0, 310)] and slot.cached_tokens == 310
         else:
             assert calls == [("rm", 0, 10)] and cache.kv_tokens == [] and llm.prefix_saves == 0
-
-
-def test_waiting_requests_start_in_session_order():
-    """A later request of the session that came first starts before an earlier one of a later
-    session (verification of session A before stage 1 of session B), arrival order within a
-    session; with ``session_order=False``, arrival order; a request without a session id ranks
-    after every request already waiting."""
-    import collections
-    import itertools
-
-    def job(sid, tag):
-        j = _job([tag])
-        j.request = LLMRequest(messages=[], max_tokens=4, session_id=sid)
-        return j
-
-    for ordered, want in ((True, ["a1", "a2", "a3", "b1", "b2", "x"]), (False, ["a1", "a2", "b1", "b2", "a3", "x"])):
-        llm = _fake_backend([], [], [], [])
-        llm._session_rank, llm._rank_counter, llm.session_order = collections.OrderedDict(), itertools.count(), ordered
-        names = {}
-        for sid, tag in (("A", "a1"), ("A", "a2"), ("B", "b1"), ("B", "b2")):
-            names[tag] = job(sid, tag)
-        llm._enqueue([names["a1"], names["a2"]])
-        llm._enqueue([names["b1"], names["b2"]])
-        names["a3"], names["x"] = job("A", "a3"), job(None, "x")
-        llm._enqueue([names["a3"]])
-        llm._enqueue([names["x"]])
-        order = {id(j): tag for tag, j in names.items()}
-        assert [order[id(j)] for j in llm._backlog] == want

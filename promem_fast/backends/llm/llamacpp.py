@@ -35,7 +35,6 @@ GGUF metadata (``tokenizer.chat_template``).
 from __future__ import annotations
 
 import asyncio
-import collections
 import ctypes
 import itertools
 import json
@@ -137,10 +136,6 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return int(diff[0]) if diff.size else n
 
 
-# sessions whose backlog rank is remembered (a session's requests keep its rank between stages)
-_SESSION_RANKS = 4096
-
-
 @dataclass
 class _Job:
     """One request inside the worker thread."""
@@ -153,7 +148,6 @@ class _Job:
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
     error: Optional[BaseException] = None
-    rank: int = 0  # backlog order: the rank of the request's session (see _enqueue)
 
 
 @dataclass
@@ -193,8 +187,6 @@ class LlamaCppLLM:
         lazy_grammar: check a JSON Schema's grammar on the chosen token only and filter all
             candidates when it is rejected (default); False filters all candidates at every
             token, as llama-cpp-python does (same greedy output, ~40 ms/token slower here).
-        session_order: start waiting requests in the order their sessions (``LLMRequest.session_id``)
-            sent a first request, not in arrival order (default); see :meth:`_enqueue`.
         verbose: let llama.cpp print its logs to stderr.
 
     Raises:
@@ -206,7 +198,7 @@ class LlamaCppLLM:
     name = "llamacpp"
 
     def __init__(self, cfg, cache_dir=None, n_batch: int = 512, verbose: bool = False,
-                 min_copy_tokens: int = 64, lazy_grammar: bool = True, session_order: bool = True, **_: object):
+                 min_copy_tokens: int = 64, lazy_grammar: bool = True, **_: object):
         llama_cpp, internals, chat_format, grammar_mod, llama_logger = _import_llama_cpp()
         _check_cpu_features(llama_cpp)
         self._lc = llama_cpp
@@ -282,10 +274,6 @@ class LlamaCppLLM:
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._seed_counter = itertools.count()
         self._backlog: list[_Job] = []  # accepted by the worker, waiting for a free slot
-        # session id -> rank, in order of each session's first request (see _enqueue)
-        self._session_rank: "collections.OrderedDict[str, int]" = collections.OrderedDict()
-        self._rank_counter = itertools.count()
-        self.session_order = bool(session_order)
         self._pending_resets: list[threading.Event] = []
         self._aborted_resets: set[threading.Event] = set()  # released by close / worker death
         self._closed = False
@@ -520,26 +508,6 @@ class LlamaCppLLM:
             self._lc.llama_sampler_free(slot.grammar)
             slot.grammar = None
 
-    def _enqueue(self, jobs: Sequence[_Job]) -> None:
-        """Add ``jobs`` to the backlog in session order: a request of the session whose first
-        request came earliest starts first, arrival order within a session. Sessions then
-        finish one after another instead of all late together: the same steps, shorter
-        seconds per session. FIFO with ``session_order=False`` or requests without a
-        ``session_id`` (each ranks as a session of its own)."""
-        for job in jobs:
-            sid = job.request.session_id if self.session_order else None
-            if sid is None:
-                job.rank = next(self._rank_counter)
-                continue
-            rank = self._session_rank.get(sid)
-            if rank is None:
-                rank = self._session_rank[sid] = next(self._rank_counter)
-                while len(self._session_rank) > _SESSION_RANKS:  # a long-lived service: forget the oldest
-                    self._session_rank.popitem(last=False)
-            job.rank = rank
-        self._backlog.extend(jobs)
-        self._backlog.sort(key=lambda j: j.rank)  # stable: arrival order within a rank
-
     def _wait_for_prefix(self, job: _Job) -> bool:
         """True while a sequence is still prefilling a prompt that shares at least
         ``min_copy_tokens`` more tokens with ``job``'s prompt than any KV cache holds now:
@@ -753,7 +721,7 @@ class LlamaCppLLM:
                 elif isinstance(item, threading.Event):  # reset_cache(): runs between requests
                     self._pending_resets.append(item)
                 else:  # the jobs of one generate() call
-                    self._enqueue(item)
+                    backlog.extend(item)
             if self._pending_resets and not any(s.job is not None for s in self._slots):
                 self._lc.llama_memory_clear(self._mem, True)
                 for s in self._slots + self._cache:
