@@ -93,6 +93,27 @@ def _update_json(path: Path, entries: dict) -> None:
     path.write_text(json.dumps(got, indent=1))
 
 
+def _check_picks(args: argparse.Namespace) -> None:
+    """--from-graphs: every session asked for (slice picks x variants) was extracted into
+    ``args.out``: it has a graph, or seconds without a graph (a failed extraction, scored as
+    failed). A session with neither is a wrong --locomo / --halumem, not a failure.
+
+    Raises:
+        SystemExit: naming the sessions the run directory never extracted.
+    """
+    prev = _read_json(args.out / "seconds.json")
+    never = []
+    for sl in args.slices:
+        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem)
+        for v in args.variants:
+            got = read_graphs(args.out / "graphs" / f"{sl}-{v}.jsonl")
+            never += [f"{sl}-{v}/{s.session_id}" for s in sessions
+                      if s.session_id not in got and f"{sl}-{v}/{s.session_id}" not in prev]
+    if never:
+        raise SystemExit(f"--from-graphs: {args.out} holds no graph and no seconds for {never}; "
+                         "pass the --locomo / --halumem picks of the run")
+
+
 async def run(args: argparse.Namespace) -> list[dict]:
     from promem_fast.config import Config
     from promem_fast.context import Services
@@ -115,6 +136,8 @@ async def run(args: argparse.Namespace) -> list[dict]:
     graphs_dir.mkdir(parents=True, exist_ok=True)
     memories: dict[str, list] = {}
     lines = []
+    if args.from_graphs:  # before any line is printed or appended
+        _check_picks(args)
     for sl in args.slices:
         sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem)
         for v in args.variants:
@@ -123,13 +146,6 @@ async def run(args: argparse.Namespace) -> list[dict]:
             if args.from_graphs:
                 got = read_graphs(gpath)
                 prev = _read_json(args.out / "seconds.json")
-                # a session this run directory never extracted is a wrong --locomo / --halumem,
-                # not a failed extraction (those have seconds but no graph)
-                never = [s.session_id for s in sessions
-                         if s.session_id not in got and f"{sl}-{v}/{s.session_id}" not in prev]
-                if never:
-                    raise SystemExit(f"--from-graphs: {gpath} and {args.out / 'seconds.json'} hold no "
-                                     f"extraction of {never}; pass the --locomo / --halumem picks of the run")
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
                 # rescoring takes seconds: report the extraction's wall time, as recorded
                 wall = _read_json(args.out / "wall_s.json").get(f"{sl}-{v}")

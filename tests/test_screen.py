@@ -699,7 +699,7 @@ def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
 
 
 async def test_a_fact_from_advice_to_the_other_side_is_discarded():
-    from promem_fast.stages.verify import NOT_SELF_REASON, URGED_REASON
+    from promem_fast.stages.verify import NOT_SELF_REASON
 
     rows = [("a1", "assistant", "Opening the studio is so stressful."),
             ("u2", "user", "It may be tough! Make sure to take breaks. I nap every afternoon.")]
@@ -712,9 +712,9 @@ async def test_a_fact_from_advice_to_the_other_side_is_discarded():
     await verify_entries(ctx, state)
     # a re-read and a draft entry alike: read one by one, drafts from advice were wrong too
     assert [state.entries[i].text for i in state.live_entries()] == ["Nora naps every afternoon."]
-    # "Make sure ..." opens with a bare verb: urged; "take breaks" follows "to", said to the other side
-    assert {d.text: d.reason for d in state.discarded} == {"Nora takes breaks.": NOT_SELF_REASON,
-                                                           "Nora makes sure to take breaks.": URGED_REASON}
+    # "Make sure ..." opens with a bare verb, but the turn neither says "you" nor answers a
+    # request for tips: not read as an imperative; both are said to the other side
+    assert {d.reason for d in state.discarded} == {NOT_SELF_REASON}
 
 
 async def test_a_third_partys_fact_pinned_on_the_user_is_discarded():
@@ -915,26 +915,33 @@ def test_urged_on_the_other_side_is_not_done(entry, turn, urged):
     assert screen.urged_only(entry, "Nora", turn) is urged
 
 
-# any verb's bare form opening a sentence is read as an imperative (lemminflect's lexicon), where
-# no dropped "I" can be meant; a noun subject or an adverb never is
-@pytest.mark.parametrize("entry, turn, urged", [
-    # lines with the "I" dropped: a first-person word, a time, a feeling
-    ("Nora starts her new job on Monday.", "Start my new job Monday!", False),
-    ("Nora flies to Tokyo.", "Fly to Tokyo tomorrow, so excited.", False),
-    ("Nora works at the bakery.", "Work at the bakery was crazy.", False),  # a noun subject, its verb later
-    ("Nora uses a budgeting app.", "Money is tight for you? Use a budgeting app and track the coins.", True),
-    ("Nora gathered her receipts for the tax return.", "Gather your receipts for the tax return.", True),
-    ("Nora remembers the trip.", "Remember, the trip was your idea!", True),  # a verb only: the clause after is not its subject
-    ("Nora dances a lot.", "Dance practice has been exhausting.", False),  # noun subject, verb after it
-    ("Nora dances a lot.", "Dance floors help avoid injuries.", False),  # plural noun, then a bare verb
-    ("Nora fashions her own jewelry.", "Fashion influences my whole life.", False),  # 3rd-person verb and its object
-    ("Nora respects her mentor.", "Respect for standing up to him!", False),  # a noun before "for"
-    ("Nora is still working on her thesis.", "Still working on my thesis, slowly.", False),  # an adverb
-    ("Nora loves the new cafe.", "Love the new cafe on Elm Street!", False),  # a dropped "I" before a feeling
-    ("Nora read a great novel.", "Read a great novel last week - so good.", False),  # a done deed
+# any verb's bare form opening a sentence is an imperative (lemminflect's lexicon) in a turn that
+# gives advice ("you", or tips asked for); a dropped "I", a noun subject or an adverb never is
+@pytest.mark.parametrize("entry, turn, previous, urged", [
+    ("Nora uses a budgeting app.", "Money is tight for you? Use a budgeting app and track the coins.", "", True),
+    ("Nora gathered her receipts for the tax return.", "Gather your receipts for the tax return.", "", True),
+    ("Nora uses social media.", "Marketing is key. Use social media channels.", "Got any tips for marketing?", True),
+    ("Nora uses social media.", "Marketing is key. Use social media channels.", "I started a shop.", False),  # no advice
+    ("Nora remembers the trip.", "Remember, the trip was your idea!", "", True),  # a verb only: the clause after is not its subject
+    # the user's own habits and jobs with the "I" dropped
+    ("Nora works from home.", "Work from home mostly, you know how it is.", "", False),  # a habit
+    ("Nora teaches piano to kids.", "Teach piano to kids, it's so rewarding.", "", False),  # no advice in the turn
+    ("Nora volunteers at the shelter.", "Volunteer at the local shelter. I love it there.", "", False),
+    ("Nora starts her new job on Monday.", "Start my new job Monday! Can you believe it?", "", False),  # first person
+    ("Nora flies to Tokyo.", "Fly to Tokyo - tomorrow! Wish you could come.", "", False),  # a time, past the dash
+    ("Nora quit smoking.", "Quit smoking. You would not believe how good it feels.", "", False),  # past = base
+    ("Nora loves the new cafe.", "Love the new cafe on Elm Street! You have to go.", "", False),  # a feeling
+    ("Nora read a great novel.", "Read a great novel last week - you'd love it.", "", False),  # a done deed
+    # noun subjects and adverbs
+    ("Nora works at the bakery.", "Work at the bakery was crazy, you wouldn't believe it.", "", False),
+    ("Nora works a lot.", "Work went great, thanks for asking you!", "", False),  # a past-tense verb after it
+    ("Nora dances a lot.", "Dance practice has been exhausting. How are you?", "", False),
+    ("Nora dances a lot.", "Dance floors help avoid injuries, you know.", "", False),  # plural noun, then a bare verb
+    ("Nora fashions her own jewelry.", "Fashion influences the whole family, you see.", "", False),  # 3rd-person verb, object
+    ("Nora respects her mentor.", "Respect for standing up to him, you rock!", "", False),  # a noun before "for"
 ])
-def test_any_verb_opening_a_sentence_is_urged(entry, turn, urged):
-    assert screen.urged_only(entry, "Nora", turn) is urged
+def test_any_verb_opening_a_sentence_is_urged(entry, turn, previous, urged):
+    assert screen.urged_only(entry, "Nora", turn, previous) is urged
 
 
 async def test_an_urged_entry_is_discarded_before_nli():

@@ -220,11 +220,14 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
 # * verbs people mostly urge ("Check my studio", "Push through!", "Hang in there"): as soon as
 #   the sentence asks nothing and tells no habit ("Watch a lot of horror movies lately");
 # * any other verb ("Use social media", "Gather your documents", "Create those memories!") only
-#   where a dropped "I" is ruled out: no first-person word ("Start my new job Monday!"), no time
-#   mark ("Fly to Tokyo tomorrow", "Read a great novel last week") and no verb of feeling or
-#   thought ("Love this!", "Need a break").
+#   in a turn that gives advice: it speaks to the other side ("you", "your") or answers a request
+#   for tips ("Got any tips for marketing?"). Users state their own habits and jobs with the "I"
+#   dropped ("Work from home mostly", "Teach piano to kids, it's so rewarding"), so a bare verb
+#   alone is not enough. Even then not: a first-person word or a time mark in the sentence
+#   ("Start my new job Monday!", "Fly to Tokyo - tomorrow!"), a verb of feeling ("Love this!"), or
+#   a verb whose past is spelled as its base ("Quit smoking. Three months clean!").
 # Neither tier takes a word lemminflect also knows as an adjective or adverb ("Still working on
-# my biz") or a noun subject ("Work at the bakery was crazy", see _noun_subject).
+# it") or a noun subject ("Work at the bakery was crazy", "Work went great", see _noun_subject).
 _URGED_VERBS = frozenset("""check look take imagine guess try come join listen watch remember consider picture keep
 believe push hang stay enjoy hold give trust follow show meet""".split())
 _DROPPED_I_VERBS = frozenset("""love like hope wish need want miss feel think know mean agree appreciate thank
@@ -232,13 +235,17 @@ bet wonder reckon suppose sound seem""".split())
 _TIME_MARK = re.compile(r"\b(?:yesterday|last|ago|earlier|already|recently|finally|today|tonight|tomorrow|soon|"
                         r"later|next|this (?:morning|afternoon|evening|week|weekend|month|year)|monday|tuesday|"
                         r"wednesday|thursday|friday|saturday|sunday)\b", re.I)
-_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
                                 re.I)
+_YOU_WORD = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've|you'd|ya)\b", re.I)
+# the other side asked for advice in the turn before ("Got any tips?", "What should I do?")
+_ADVICE_ASKED = re.compile(r"\b(?:tips?|advice|suggestions?|ideas|recommend\w*|should i|how do i|how can i|"
+                           r"what do you think i|any pointers)\b", re.I)
 # a habit told with the "I" dropped ("Watch a lot of horror movies lately", "Hang out with my
 # sister on Sundays"): not an imperative
-_HABIT = re.compile(r"\b(?:every|always|usually|often|sometimes|lately|these days|nowadays|now|most|daily|"
-                    r"weekly|each|weekends?|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
-                    re.I)
+_HABIT = re.compile(r"\b(?:every|always|usually|often|sometimes|lately|these days|nowadays|now|most|mostly|daily|"
+                    r"weekly|each|weekends?|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
+                    r"twice|once|times a|part[- ]time|full[- ]time|for a living|on the side)\b", re.I)
 # read as verbs by lemminflect, not here: a conjunction and a modal
 _NOT_OPENERS = frozenset("while must".split())
 
@@ -262,6 +269,12 @@ def _entry_verb(words: Sequence[str]) -> Optional[str]:
         verbs = lemmas.get("VERB")
         return verbs[0] if verbs else None
     return None
+
+
+def _verb_past(lemma: str) -> frozenset[str]:
+    """Past forms of the verb ``lemma`` (lemminflect): "quit" -> quit, "go" -> went, gone."""
+    infl = getAllInflections(lemma, upos="VERB")
+    return frozenset(infl.get("VBD", ()) + infl.get("VBN", ()))
 
 
 def _verb_forms(lemma: str) -> frozenset[str]:
@@ -288,7 +301,8 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
     """The word ``toks[k]`` opening ``sent``, one lemminflect knows as a noun too, reads as a
     noun subject or an interjection, not an imperative: a verb of its own follows in its clause
     ("Work at the bakery was crazy", "Brand identity is key"), or a preposition ("Fashion as a
-    tool", "Respect for ..."), or a 3rd-person verb and its object ("Vision guides my style"),
+    tool", "Respect for ..."), or a past-tense verb ("Work went great"), or a 3rd-person verb and
+    its object ("Vision guides my style"),
     or a plural noun and a bare verb ("Dance floors help avoid injuries"), or a hyphen, comma or
     capitalised word ("Team-building", "Man, ...", "Summer Sounds"). A word known only as a verb
     is never a noun subject ("Remember, the trip was your idea")."""
@@ -302,11 +316,14 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
         return False
     if any(w in _AFTER_NOUN_SUBJECT for w in clause):
         return True
-    m = re.search(rf"\b{re.escape(word)}\b(\W?)\s*(\w?)", sent, re.I)
-    if m and (m.group(1) in ("-", ",") or m.group(2).isupper()):
+    m = re.search(rf"\b{re.escape(word)}\b([-,]?)\s*(\w?)", sent, re.I)
+    if m and (m.group(1) or m.group(2).isupper()):
         return True
     if clause[0] in ("as", "like", "for", "of"):
         return True
+    verbs = getAllLemmas(clause[0]).get("VERB", ())
+    if verbs and verbs[0] != clause[0] and clause[0] in _verb_past(verbs[0]):
+        return True  # "Work went great", "Dance helped her through it"
     if len(clause) >= 2 and clause[0].endswith("s"):
         base = getAllLemmas(clause[0])
         third = clause[0] not in base.get("VERB", (clause[0],))
@@ -318,38 +335,44 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
     return False
 
 
-def _imperatives(turn_text: str) -> list[tuple[str, str]]:
+def _imperatives(turn_text: str, previous_other_turn: str = "") -> list[tuple[str, str]]:
     """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
     semicolon, that opens, after interjections and "please", with a verb's bare form said as
-    an imperative (the two tiers of the comment above :data:`_URGED_VERBS`); a question is
-    never one."""
+    an imperative (the two tiers of the comment above :data:`_URGED_VERBS`; the first-person,
+    time and habit checks read the whole sentence, dashes included); a question is never one.
+    ``previous_other_turn``: the other side's turn before (does it ask for advice?)."""
+    advice = bool(_YOU_WORD.search(turn_text) or _ADVICE_ASKED.search(previous_other_turn))
     out = []
-    for sent in (p for x in _SENTENCE_END.split(turn_text) for p in _AFTER_DASH.split(x)):
-        toks = [t.lower() for t in _TOKEN.findall(sent)]
-        k = 0
-        while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] == "please"):
-            k += 1
-        verb = _bare_verb(toks[k]) if k < len(toks) else None
-        if (verb is None or verb in _NOT_OPENERS or _noun_subject(sent, toks, k) or _is_question(sent)
-                or _HABIT.search(sent)):
+    for whole in _SENTENCE_END.split(turn_text):
+        if _is_question(whole) or _HABIT.search(whole):
             continue
-        if verb not in _URGED_VERBS and (verb in _DROPPED_I_VERBS or _TIME_MARK.search(sent)
-                                         or _FIRST_PERSON_WORD.search(sent)):
-            continue
-        out.append((verb, sent))
+        dropped_i = bool(_TIME_MARK.search(whole) or _FIRST_PERSON_WORD.search(whole))
+        for sent in _AFTER_DASH.split(whole):
+            toks = [t.lower() for t in _TOKEN.findall(sent)]
+            k = 0
+            while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] == "please"):
+                k += 1
+            verb = _bare_verb(toks[k]) if k < len(toks) else None
+            if verb is None or verb in _NOT_OPENERS or _is_question(sent) or _noun_subject(sent, toks, k):
+                continue
+            if verb not in _URGED_VERBS and (not advice or dropped_i or verb in _DROPPED_I_VERBS
+                                             or verb in _verb_past(verb)):
+                continue
+            out.append((verb, sent))
     return out
 
 
-def urged_only(text: str, user_name: str, turn_text: str) -> bool:
-    """True when the entry's verb (its first content word after the user's name, in any of
-    its forms) is in ``turn_text`` only as an imperative the user says to the other side:
-    "Check my ideal dance studio by the water" -> "User checked out his ideal dance
-    studio"; "Push through and it'll be worth it" -> "User pushes through"; "Try the new
-    ramen place!" -> "User tried the new ramen place". The user showed or urged it, and did
-    not do it. Entries not opening with the user's name, verbs the turn also uses elsewhere,
-    and sentences that tell a habit ("Watch a lot of horror movies lately") are left alone;
-    "Check out my new bakery" still states "User has a new bakery" (its verb is "has").
-    English only. Shape: str in, bool out."""
+def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
+    """True when the entry's verb (the lemma of its predicate's first word, or of the second
+    after an adverb; any of its forms) is in ``turn_text`` only as an imperative the user says
+    to the other side (:func:`_imperatives`): "Check my ideal dance studio by the water" ->
+    "User checked out his ideal dance studio"; "Push through and it'll be worth it" -> "User
+    pushes through"; "Use social media channels ..." after "Got any tips for marketing?"
+    (``previous_other_turn``) -> "User is using social media channels". The user showed or
+    urged it, and did not do it. Entries not opening with the user's name, verbs the turn
+    also uses elsewhere, and sentences that tell a habit ("Watch a lot of horror movies
+    lately") are left alone; "Check out my new bakery" still states "User has a new bakery"
+    (its verb is "has"). English only. Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
     body = _strip_subject(text, user_name)
     if body == text.strip() or _NON_LATIN.search(turn_text):
@@ -358,7 +381,7 @@ def urged_only(text: str, user_name: str, turn_text: str) -> bool:
     verb = _entry_verb(words)
     if verb is None:
         return False
-    urged = [sent for v, sent in _imperatives(turn_text) if v == verb]
+    urged = [sent for v, sent in _imperatives(turn_text, previous_other_turn) if v == verb]
     if not urged:
         return False
     forms = _verb_forms(verb)

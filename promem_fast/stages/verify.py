@@ -389,7 +389,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return WISHED_REASON
     if screen.exhorted_only(text, name, turn.content):
         return EXHORTED_REASON
-    if screen.urged_only(text, name, turn.content):
+    if screen.urged_only(text, name, turn.content, previous):
         return URGED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
