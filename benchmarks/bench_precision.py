@@ -93,8 +93,9 @@ def _update_json(path: Path, entries: dict) -> None:
     path.write_text(json.dumps(got, indent=1))
 
 
-def _check_picks(args: argparse.Namespace) -> None:
-    """--from-graphs: every session asked for (slice picks x variants) was extracted into
+def _stored_graphs(args: argparse.Namespace, slices: dict) -> dict:
+    """--from-graphs: the stored graphs of each (slice, variant), read once, after checking
+    that every session asked for (``slices``: slice -> its sessions) was extracted into
     ``args.out``: it has a graph, or seconds without a graph (a failed extraction, scored as
     failed). A session with neither is a wrong --locomo / --halumem, not a failure.
 
@@ -102,16 +103,16 @@ def _check_picks(args: argparse.Namespace) -> None:
         SystemExit: naming the sessions the run directory never extracted.
     """
     prev = _read_json(args.out / "seconds.json")
-    never = []
-    for sl in args.slices:
-        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem)
+    graphs, never = {}, []
+    for sl, sessions in slices.items():
         for v in args.variants:
-            got = read_graphs(args.out / "graphs" / f"{sl}-{v}.jsonl")
+            got = graphs[sl, v] = read_graphs(args.out / "graphs" / f"{sl}-{v}.jsonl")
             never += [f"{sl}-{v}/{s.session_id}" for s in sessions
                       if s.session_id not in got and f"{sl}-{v}/{s.session_id}" not in prev]
     if never:
         raise SystemExit(f"--from-graphs: {args.out} holds no graph and no seconds for {never}; "
                          "pass the --locomo / --halumem picks of the run")
+    return graphs
 
 
 async def run(args: argparse.Namespace) -> list[dict]:
@@ -136,15 +137,14 @@ async def run(args: argparse.Namespace) -> list[dict]:
     graphs_dir.mkdir(parents=True, exist_ok=True)
     memories: dict[str, list] = {}
     lines = []
-    if args.from_graphs:  # before any line is printed or appended
-        _check_picks(args)
-    for sl in args.slices:
-        sessions = load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem)
+    slices = {sl: load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem) for sl in args.slices}
+    stored = _stored_graphs(args, slices) if args.from_graphs else {}  # checked before any line is printed
+    for sl, sessions in slices.items():
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
             t0 = time.perf_counter()
             if args.from_graphs:
-                got = read_graphs(gpath)
+                got = stored[sl, v]
                 prev = _read_json(args.out / "seconds.json")
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
                 # rescoring takes seconds: report the extraction's wall time, as recorded

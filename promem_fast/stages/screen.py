@@ -235,9 +235,8 @@ bet wonder reckon suppose sound seem""".split())
 _TIME_MARK = re.compile(r"\b(?:yesterday|last|ago|earlier|already|recently|finally|today|tonight|tomorrow|soon|"
                         r"later|next|this (?:morning|afternoon|evening|week|weekend|month|year)|monday|tuesday|"
                         r"wednesday|thursday|friday|saturday|sunday)\b", re.I)
-_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
-                                re.I)
-_YOU_WORD = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've|you'd|ya)\b", re.I)
+# a turn that speaks to the other side (the words of :data:`_ADDRESSEE`) may give advice
+_ADVICE_ADDRESS = _ADDRESSEE | frozenset(["yourselves"])
 # the other side asked for advice in the turn before ("Got any tips?", "What should I do?")
 _ADVICE_ASKED = re.compile(r"\b(?:tips?|advice|suggestions?|ideas|recommend\w*|should i|how do i|how can i|"
                            r"what do you think i|any pointers)\b", re.I)
@@ -271,12 +270,14 @@ def _entry_verb(words: Sequence[str]) -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _verb_past(lemma: str) -> frozenset[str]:
     """Past forms of the verb ``lemma`` (lemminflect): "quit" -> quit, "go" -> went, gone."""
     infl = getAllInflections(lemma, upos="VERB")
     return frozenset(infl.get("VBD", ()) + infl.get("VBN", ()))
 
 
+@functools.lru_cache(maxsize=4096)
 def _verb_forms(lemma: str) -> frozenset[str]:
     """Every form of the verb ``lemma`` (lemminflect): "take" -> take, takes, took, taken, taking."""
     forms = {lemma}
@@ -307,12 +308,14 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
     capitalised word ("Team-building", "Man, ...", "Summer Sounds"). A word known only as a verb
     is never a noun subject ("Remember, the trip was your idea")."""
     word = toks[k]
+    if "NOUN" not in getAllLemmas(word):
+        return False
     clause = []
     for w in toks[k + 1:]:
         if w in _CLAUSE_END:
             break
         clause.append(w)
-    if "NOUN" not in getAllLemmas(word) or not clause:
+    if not clause:
         return False
     if any(w in _AFTER_NOUN_SUBJECT for w in clause):
         return True
@@ -321,11 +324,11 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
         return True
     if clause[0] in ("as", "like", "for", "of"):
         return True
-    verbs = getAllLemmas(clause[0]).get("VERB", ())
+    base = getAllLemmas(clause[0])
+    verbs = base.get("VERB", ())
     if verbs and verbs[0] != clause[0] and clause[0] in _verb_past(verbs[0]):
         return True  # "Work went great", "Dance helped her through it"
     if len(clause) >= 2 and clause[0].endswith("s"):
-        base = getAllLemmas(clause[0])
         third = clause[0] not in base.get("VERB", (clause[0],))
         plural = clause[0] not in base.get("NOUN", (clause[0],))
         if third and clause[1] in _OBJECT_START:
@@ -335,18 +338,22 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
     return False
 
 
-def _imperatives(turn_text: str, previous_other_turn: str = "") -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=1024)
+def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[str, str], ...]:
     """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
     semicolon, that opens, after interjections and "please", with a verb's bare form said as
     an imperative (the two tiers of the comment above :data:`_URGED_VERBS`; the first-person,
     time and habit checks read the whole sentence, dashes included); a question is never one.
-    ``previous_other_turn``: the other side's turn before (does it ask for advice?)."""
-    advice = bool(_YOU_WORD.search(turn_text) or _ADVICE_ASKED.search(previous_other_turn))
+    ``previous_other_turn``: the other side's turn before (does it ask for advice?). Cached:
+    each entry of a turn reads the same turn again."""
+    advice = bool(_ADVICE_ADDRESS.intersection(t.lower() for t in _TOKEN.findall(turn_text))
+                  or _ADVICE_ASKED.search(previous_other_turn))
     out = []
     for whole in _SENTENCE_END.split(turn_text):
         if _is_question(whole) or _HABIT.search(whole):
             continue
-        dropped_i = bool(_TIME_MARK.search(whole) or _FIRST_PERSON_WORD.search(whole))
+        dropped_i = bool(_TIME_MARK.search(whole)
+                         or _FIRST_PERSON.intersection(t.lower() for t in _TOKEN.findall(whole)))
         for sent in _AFTER_DASH.split(whole):
             toks = [t.lower() for t in _TOKEN.findall(sent)]
             k = 0
@@ -359,7 +366,7 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> list[tuple[st
                                              or verb in _verb_past(verb)):
                 continue
             out.append((verb, sent))
-    return out
+    return tuple(out)
 
 
 def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
@@ -1267,6 +1274,9 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
     if not words:
         return False
     verb, found = words[0].lower(), False
+    # a pronoun entry is checked against things only: "My daughter is seven. She loves to
+    # bake!" -> "She loves to bake" may mean the daughter, which other rules judge
+    subjects = _THING_SUBJECT if pronoun else _IT_SUBJECT
     for sent in _SENTENCE_END.split(turn_text):
         for clause in _IT_CLAUSE_CUT.split(sent):
             cased = _TOKEN.findall(clause)
@@ -1276,9 +1286,6 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
                 continue
             head = [t for t in toks[:pos] if t not in _INTERJECTIONS]
             after = toks[pos + 1] if pos + 1 < len(toks) else ""
-            # a pronoun entry is checked against things only: "My daughter is seven. She loves
-            # to bake!" -> "She loves to bake" may mean the daughter, which other rules judge
-            subjects = _THING_SUBJECT if pronoun else _IT_SUBJECT
             if (not head or head[0] not in subjects or any(t in _FIRST_PERSON for t in head)
                     or after in ("me", "us") or _dummy_it(head, toks[pos:], cased[pos:])):
                 return False  # the user's clause, or the user right after the verb ("it took me a year")
