@@ -1626,6 +1626,17 @@ async def test_a_negation_only_in_the_fuller_entrys_added_clause_does_not_keep_a
                           "Nora plays tennis on weekends with friends but never alone.", "Nora")
 
 
+def test_three_of_four_words_in_a_fuller_entry_is_a_restatement():
+    """SAME_TURN_SHARE is 75 %: a plan restated with its details (3 of the shorter entry's 4
+    content words) is one fact; 2 of 3 words ("chess" / "tennis") stays two facts."""
+    short = "Nora is planning to sing at a local fair."
+    full = "Nora has been rehearsing a folk song that she will sing at a local fair in June."
+    from promem_fast.stages.verify import shared_words
+    assert shared_words(short, full, "Nora") == (3, 4)
+    assert stands_for(short, full, "Nora")
+    assert not stands_for("Nora plays chess on weekends.", "Nora plays tennis on weekends at the club.", "Nora")
+
+
 # --- praise of the user in the other side's words ------------------------------------------------
 
 @pytest.mark.parametrize("entry, turn, praised", [
