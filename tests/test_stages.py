@@ -754,12 +754,8 @@ def test_recover_prompt_asks_for_the_cap_and_no_pleasantries():
     from promem_fast.prompts.extract import recover_request
     req = recover_request("[t1] Nora (user): Time flies! I got a kayak.", "Nora", ["got kayak"], 1)
     text = req.messages[-1]["content"]
-    assert req.json_schema["maxItems"] == 1 and "at most 1." in text
-    # the fixed rules follow the system message (one cached prefix); the turn and the task vary
-    rules = req.messages[0]["content"]
-    assert "Skip greetings, thanks, praise of the other person, sayings and remarks about the chat." in rules
-    assert "Nora" not in rules and "kayak" not in rules
-    assert text.index("Turn: [t1] Nora (user)") < text.index('"got kayak"') < text.index("Facts about Nora")
+    assert req.json_schema["maxItems"] == 1 and "At most 1." in text
+    assert "Skip greetings, thanks, praise of the other person, sayings and remarks about the chat." in text
 
 
 def test_a_fact_that_copies_the_prompts_template_slot_is_discarded():

@@ -92,14 +92,10 @@ def session_messages(block: str, instruction: str) -> list[dict[str, str]]:
     ]
 
 
-def standalone_messages(instruction: str, context: str = "", rules: str = "") -> list[dict[str, str]]:
-    """Short prompt without the dialogue: ``[SYSTEM (+ rules), user: context + TASK_MARK +
-    instruction]``. ``rules``: a stage's fixed wording (no names, no turn), appended to the
-    system message so that every call of the stage, in every session, opens with the same
-    cached tokens and prefills only its own part."""
+def standalone_messages(instruction: str, context: str = "") -> list[dict[str, str]]:
+    """Short prompt without the dialogue: ``[SYSTEM, user: context + TASK_MARK + instruction]``."""
     body = f"{context}\n\n{TASK_MARK}\n{instruction}" if context else f"{TASK_MARK}\n{instruction}"
-    system = f"{SYSTEM}\n\n{rules}" if rules else SYSTEM
-    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
 def json_fix_message(error: Exception) -> str:

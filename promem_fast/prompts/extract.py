@@ -40,10 +40,9 @@ def _facts_schema(max_items: int) -> dict:
 def details_request(block: str, user_turn_ids: Sequence[str], max_per_turn: int) -> LLMRequest:
     """Fine-grained details of the user turns of one topic (Figure 9 intent, one call per topic).
 
-    ``block`` is the dialogue through the topic (``stages.extract.topic_block``), the topic's
-    turns last; they are not repeated before the task (that cost ~400 prompt tokens per
-    LoCoMo session). A detail filed under the wrong turn id is moved to the topic's turn that
-    states it in code (``refile_details``).
+    ``block`` holds only the topic's turns, so they are not repeated before the task (that
+    cost ~400 prompt tokens per LoCoMo session); a detail filed under the wrong turn id is
+    moved to the turn that states it in code (``refile_details``).
     Output JSON: ``{turn_id: ["short detail", ...]}`` restricted to ``user_turn_ids``.
     """
     schema = {
@@ -74,8 +73,7 @@ def events_request(block: str, user_name: str, topic_turn_ids: Sequence[str], ma
     """
     ids = list(topic_turn_ids)
     instr = (
-        f"Turns {ids[0]} to {ids[-1]} share one topic (turns before them are context only). Write "
-        f"the main events of {user_name} in "
+        f"Turns {ids[0]} to {ids[-1]} share one topic. Write the main events of {user_name} in "
         "them: actions, states, plans, stories (big picture, not small details), each one "
         f"standalone third-person sentence about {user_name} in your own words (\"{user_name} "
         "<did what> ...\"; never copy a line), with the turn ids it comes from; at most "
@@ -141,24 +139,11 @@ def draft_request(block: str, user_name: str, max_facts: int) -> LLMRequest:
     return LLMRequest(session_messages(block, instr), _facts_schema(max_facts), facts_max_tokens(max_facts), stage="draft")
 
 
-# The re-read's fixed rules (no names, no turn): they follow the system message, so every
-# re-read of every session opens with the same cached tokens (~100 fewer prompt tokens to
-# prefill per call). The turn still comes first in the user message: with the turn line last
-# (cf91516) the 1.5B model copied its speaker label into facts.
-RECOVER_RULES = (
-    "Re-reading one turn: write each fact the turn states about the user (or about someone the user "
-    "tells about), one standalone sentence each that names its subject (the user by name, or that person "
-    "and how they relate to the user), with any negation and reason exactly as the turn states them, in "
-    "the turn's language. Use only what the turn says; add nothing. Skip greetings, thanks, praise of the "
-    "other person, sayings and remarks about the chat."
-)
-
-
 def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts: int) -> LLMRequest:
     """Re-read one user turn whose details no memory entry states (completeness check on
-    details; this engine's extension of §3.3). Short standalone prompt: the fixed rules
-    (:data:`RECOVER_RULES`) after the system message, then the turn, its missing details and
-    the task.
+    details; this engine's extension of §3.3). Short standalone prompt: only the turn. The
+    turn comes first: with the instruction first and the turn line last (tried at 006b027 to
+    share a cached prefix), the 1.5B model copied the line's "Name (user): ..." into facts.
 
     Args:
         turn: the turn's dialogue line (``turn_line``).
@@ -172,8 +157,12 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
     quoted = "; ".join(f'"{m}"' for m in missing)
     instr = (
         f"Turn: {turn}\n"
-        f"Memory so far does not say what this turn says about: {quoted}. Facts about {user_name} "
-        f'or someone {user_name} tells about, by the rules above; at most {max_facts}. JSON: ["...", "..."]'
+        f"Memory so far does not say what this turn says about: {quoted}. Write each fact this turn "
+        f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
+        f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
+        "with any negation and reason exactly as the turn states them, in the turn's language. "
+        "Use only what the turn says; add nothing. Skip greetings, thanks, praise of the other person, "
+        f'sayings and remarks about the chat. At most {max_facts}. JSON: ["...", "..."]'
     )
-    return LLMRequest(standalone_messages(instr, rules=RECOVER_RULES), str_list_schema(max_facts),
-                      facts_max_tokens(max_facts), stage="recover")
+    return LLMRequest(standalone_messages(instr), str_list_schema(max_facts), facts_max_tokens(max_facts),
+                      stage="recover")

@@ -360,20 +360,6 @@ def _text_scripts(text: str) -> frozenset[str]:
     return frozenset(_script(c) for w in _foreign_words(text) for c in w)
 
 
-def topic_block(state: PipelineState, topic: Sequence[str]) -> str:
-    """The dialogue a topic's details and events calls see: every turn from the session's
-    first through the topic's last (:func:`dialogue_block`); the instruction names the
-    topic's turns. Each topic's block opens with the one before it and the last one is the
-    whole dialogue, so a session's topic calls, its draft and relation verification's dialogue
-    check extend one cached prefix and the dialogue is prefilled once per session (each
-    topic alone left the draft to prefill all but the first topic again: ~450 prompt tokens
-    per LoCoMo session)."""
-    end = max(state.turn_pos[t] for t in topic)
-    last = end == len(state.session.turns) - 1  # the whole dialogue: the draft's block
-    return dialogue_block(state.session, state.user_name,
-                          None if last else [t.turn_id for t in state.session.turns[: end + 1]])
-
-
 def _topic_user_ids(state: PipelineState, topic: Sequence[str]) -> list[str]:
     ids = set(topic)
     return [t.turn_id for t in state.user_text_turns if t.turn_id in ids]
@@ -391,9 +377,9 @@ async def extract_details(ctx: SessionContext, state: PipelineState) -> list[tup
     topics = [(i, ids) for i, ids in topics if ids]
     by_id = {t.turn_id: t for t in state.user_text_turns}
     reqs = [
-        # the dialogue through the topic (topic_block): the same block opens the topic's
-        # events prompt, and the next topic's block extends it
-        details_request(topic_block(state, state.topics[i]), ids, cap)
+        # only the topic's turns (the whole dialogue per topic was the stage's largest prompt
+        # cost); the same block opens the topic's events prompt, so the two share a prefix
+        details_request(dialogue_block(state.session, state.user_name, state.topics[i]), ids, cap)
         for i, ids in topics
     ]
     outs = await ctx.llm_json(reqs, "details")
@@ -456,11 +442,10 @@ async def abstract_events(ctx: SessionContext, state: PipelineState) -> list[Can
     """
     cap = ctx.config.pipeline.max_events_per_topic
     todo = [(i, t) for i, t in enumerate(state.topics) if _topic_user_ids(state, t)]
-    # Each call sees the dialogue through its topic, the topic's turns last (§3.2: events are
-    # abstracted per topic cluster); shown the whole dialogue with the topic anywhere in it,
-    # the 1.5B model returned the same lines for every topic (2ba970d).
+    # Each call sees only its topic's turns (§3.2: events are abstracted per topic cluster);
+    # shown the whole dialogue, the 1.5B model returned the same lines for every topic.
     reqs = [
-        events_request(topic_block(state, t), state.user_name, t, cap)
+        events_request(dialogue_block(state.session, state.user_name, t), state.user_name, t, cap)
         for _, t in todo
     ]
     outs = await ctx.llm_json(reqs, "events")
