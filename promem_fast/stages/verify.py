@@ -731,7 +731,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 # must hold to stand for it (:func:`stands_for`). Over the pairs that survived dedup in every
 # labelled run, 0.75 merges 14 same-fact pairs against 5 at 0.8, the same 1 distinct pair at
 # both, and 2 pairs whose fuller entry was the wrong one; 0.7 adds 2 distinct pairs
-# (dup_pairs.jsonl, the same_turn_rule lines).
+# (dup_pairs.jsonl line 6; line 5 at 0.8).
 SAME_TURN_SHARE = 0.75
 
 
