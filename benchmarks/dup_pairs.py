@@ -87,6 +87,7 @@ async def pairs() -> list[dict]:
                     k = (g["session_id"], *sorted((ev[i]["text"], ev[j]["text"])))
                     out[k] = {"cosine": float(sim[i, j]), "same_turn": turn[0] is not None and turn[0] == turn[1],
                               "kind": kind, "texts": (ev[i]["text"], ev[j]["text"]), "user": g["user_name"],
+                              "labels": (a["label"], b["label"]),
                               "shared_source": bool(set(ev[i]["source_turn_ids"]) & set(ev[j]["source_turn_ids"]))}
     return list(out.values())
 
@@ -171,24 +172,33 @@ async def list_judged(commits: list[str]) -> dict:
             "pairs_by_kind": dict(sorted(allp.items())), "flagged_by_kind": dict(sorted(flagged.items()))}
 
 
-def same_turn_rule(ps: list[dict]) -> dict:
+def same_turn_rule(ps: list[dict], share: float | None = None) -> dict:
     """Pairs by kind that dedup's same-turn rule merges (``verify.stands_for`` on pairs that
     share a source turn; the pair's memory with fewer content words, the later one on a tie,
-    is the one dedup would drop). Pairs of the final graphs only: what dedup already merged
-    is not among them."""
-    from promem_fast.stages import screen
-    from promem_fast.stages.verify import SAME_TURN_SHARE, stands_for
+    is the one dedup would drop), at ``share`` (None: ``verify.SAME_TURN_SHARE``).
+    ``kept_not_correct`` counts the merged pairs whose dropped memory is correct and whose
+    kept one is not (wrong, filler or duplicate). Pairs of the final graphs only: what dedup
+    already merged is not among them."""
+    from promem_fast.stages import screen, verify
 
-    c: collections.Counter = collections.Counter()
-    for p in ps:
-        if not p["shared_source"]:
-            continue
-        full, short = p["texts"]  # in graph order
-        if len(set(screen.predicate_words(short, p["user"]))) > len(set(screen.predicate_words(full, p["user"]))):
-            full, short = short, full
-        if stands_for(short, full, p["user"]):
-            c[p["kind"]] += 1
-    return {"share": SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items()))}
+    default = verify.SAME_TURN_SHARE
+    verify.SAME_TURN_SHARE = default if share is None else share  # read by stands_for at call time
+    try:
+        c: collections.Counter = collections.Counter()
+        worse = 0
+        for p in ps:
+            if not p["shared_source"]:
+                continue
+            (full, short), (lf, ls) = p["texts"], p.get("labels", ("", ""))  # in graph order
+            if len(set(screen.predicate_words(short, p["user"]))) > len(set(screen.predicate_words(full, p["user"]))):
+                full, short, lf, ls = short, full, ls, lf
+            if verify.stands_for(short, full, p["user"]):
+                c[p["kind"]] += 1
+                worse += ls == "correct" and lf != "correct"
+        return {"share": verify.SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items())),
+                "kept_not_correct": worse}
+    finally:
+        verify.SAME_TURN_SHARE = default
 
 
 def main() -> int:
@@ -208,7 +218,9 @@ def main() -> int:
             c = collections.Counter(p["kind"] for p in ps if p["cosine"] >= t and (cond == "any" or p["same_turn"]))
             table[f"{t}/{cond}"] = {"same_fact": c["same_fact"], "distinct": c["distinct"]}
     line = {"benchmark": "dup_pairs", **run_fields(), "pairs": len(ps), "by_threshold": table,
-            "same_turn_rule": same_turn_rule(ps)}
+            "same_turn_rule": same_turn_rule(ps),
+            # the rule at other shares, on the same pairs
+            "same_turn_rule_by_share": [same_turn_rule(ps, x) for x in (0.7, 0.75, 0.8)]}
     if args.judge is not None:
         from promem_fast.config import Config
 

@@ -38,3 +38,19 @@ def test_list_request_asks_one_answer_per_later_entry():
         except jsonschema.ValidationError:
             continue
         raise AssertionError(f"schema accepted {json.dumps(bad)}")
+
+
+def test_same_turn_rule_counts_merges_at_each_share():
+    """3 of the shorter memory's 4 content words in the fuller one of a shared source turn:
+    merged at 75 %, not at 80 %; a merge that keeps a wrong memory and drops a correct one is
+    counted apart. The module's share is restored after each count."""
+    from promem_fast.stages import verify
+
+    pair = {"shared_source": True, "user": "Nora", "kind": "other", "labels": ("wrong", "correct"),
+            "texts": ("Nora has been rehearsing a folk song that she will sing at a local fair in June.",
+                      "Nora is planning to sing at a local fair.")}
+    before = verify.SAME_TURN_SHARE
+    at75, at80 = dup_pairs.same_turn_rule([pair], 0.75), dup_pairs.same_turn_rule([pair], 0.8)
+    assert at75 == {"share": 0.75, "merged_by_kind": {"other": 1}, "kept_not_correct": 1}
+    assert at80 == {"share": 0.8, "merged_by_kind": {}, "kept_not_correct": 0}
+    assert verify.SAME_TURN_SHARE == before
