@@ -176,8 +176,8 @@ def same_turn_rule(ps: list[dict], share: float | None = None) -> dict:
     """Pairs by kind that dedup's same-turn rule merges (``verify.stands_for`` on pairs that
     share a source turn; the pair's memory with fewer content words, the later one on a tie,
     is the one dedup would drop), at ``share`` (None: ``verify.SAME_TURN_SHARE``).
-    ``kept_not_correct`` counts the merged pairs whose dropped memory is correct and whose
-    kept one is not (wrong, filler or duplicate). Pairs of the final graphs only: what dedup
+    ``kept_wrong_or_filler`` counts the merged pairs whose dropped memory is correct and whose
+    kept one is wrong or filler. Pairs of the final graphs only: what dedup
     already merged is not among them."""
     from promem_fast.stages import screen, verify
 
@@ -194,9 +194,9 @@ def same_turn_rule(ps: list[dict], share: float | None = None) -> dict:
                 full, short, lf, ls = short, full, ls, lf
             if verify.stands_for(short, full, p["user"]):
                 c[p["kind"]] += 1
-                worse += ls == "correct" and lf != "correct"
+                worse += ls == "correct" and lf in ("wrong", "filler")
         return {"share": verify.SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items())),
-                "kept_not_correct": worse}
+                "kept_wrong_or_filler": worse}
     finally:
         verify.SAME_TURN_SHARE = default
 

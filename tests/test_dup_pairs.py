@@ -51,6 +51,6 @@ def test_same_turn_rule_counts_merges_at_each_share():
                       "Nora is planning to sing at a local fair.")}
     before = verify.SAME_TURN_SHARE
     at75, at80 = dup_pairs.same_turn_rule([pair], 0.75), dup_pairs.same_turn_rule([pair], 0.8)
-    assert at75 == {"share": 0.75, "merged_by_kind": {"other": 1}, "kept_not_correct": 1}
-    assert at80 == {"share": 0.8, "merged_by_kind": {}, "kept_not_correct": 0}
+    assert at75 == {"share": 0.75, "merged_by_kind": {"other": 1}, "kept_wrong_or_filler": 1}
+    assert at80 == {"share": 0.8, "merged_by_kind": {}, "kept_wrong_or_filler": 0}
     assert verify.SAME_TURN_SHARE == before
