@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON,
-    dedup_entries, stands_for, verify_entries)
+    dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
 from conftest import FakeNLI, KeywordEmbedder, const, keyed, make_config, make_ctx, make_services
@@ -1154,7 +1154,7 @@ async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_en
 
 
 async def test_a_fuller_entry_of_the_same_turn_stands_for_a_shorter_one():
-    """80 % of an entry's words (at least 2) in a fuller entry sharing its source turn: the
+    """75 % of an entry's words (at least 2) in a fuller entry sharing its source turn: the
     fuller stays and takes its turns; a differing object, another turn, a flipped polarity or
     a number the fuller lacks keeps both."""
     rows = [("u1", "user", "I chose Bright Home because they help LGBTQ+ folks adopt; their warmth spoke to me. "
@@ -1631,7 +1631,6 @@ def test_three_of_four_words_in_a_fuller_entry_is_a_restatement():
     content words) is one fact; 2 of 3 words ("chess" / "tennis") stays two facts."""
     short = "Nora is planning to sing at a local fair."
     full = "Nora has been rehearsing a folk song that she will sing at a local fair in June."
-    from promem_fast.stages.verify import shared_words
     assert shared_words(short, full, "Nora") == (3, 4)
     assert stands_for(short, full, "Nora")
     assert not stands_for("Nora plays chess on weekends.", "Nora plays tennis on weekends at the club.", "Nora")

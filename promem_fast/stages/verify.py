@@ -729,9 +729,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 
 # Share of an entry's content words (at least 2) that a fuller entry of the same source turn
 # must hold to stand for it (:func:`stands_for`). Over the pairs that survived dedup in every
-# labelled run, 0.75 merges 14 same-fact pairs against 5 at 0.8, the same 1 distinct pair at
-# both, and 2 pairs whose fuller entry was the wrong one; 0.7 adds 2 distinct pairs
-# (dup_pairs.jsonl line 6; line 5 at 0.8).
+# labelled run (dup_pairs.jsonl line 7): at 0.75, 14 same-fact pairs, 1 distinct pair and 3
+# that keep a wrong or filler entry over a correct one; at 0.8, 5, 1 and 1; at 0.7, 16, 3, 3.
 SAME_TURN_SHARE = 0.75
 
 
