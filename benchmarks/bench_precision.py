@@ -93,8 +93,9 @@ def _update_json(path: Path, entries: dict) -> None:
     path.write_text(json.dumps(got, indent=1))
 
 
-def _stored_graphs(args: argparse.Namespace, slices: dict) -> dict:
-    """--from-graphs: the stored graphs of each (slice, variant), read once, after checking
+def _stored_graphs(args: argparse.Namespace, slices: dict) -> tuple[dict, dict]:
+    """--from-graphs: the stored graphs of each (slice, variant) and the recorded seconds per
+    session (``seconds.json``), each file read once, after checking
     that every session asked for (``slices``: slice -> its sessions) was extracted into
     ``args.out``: it has a graph, or seconds without a graph (a failed extraction, scored as
     failed). A session with neither is a wrong --locomo / --halumem, not a failure.
@@ -112,7 +113,7 @@ def _stored_graphs(args: argparse.Namespace, slices: dict) -> dict:
     if never:
         raise SystemExit(f"--from-graphs: {args.out} holds no graph and no seconds for {never}; "
                          "pass the --locomo / --halumem picks of the run")
-    return graphs
+    return graphs, prev
 
 
 async def run(args: argparse.Namespace) -> list[dict]:
@@ -138,17 +139,18 @@ async def run(args: argparse.Namespace) -> list[dict]:
     memories: dict[str, list] = {}
     lines = []
     slices = {sl: load_slice(sl, args.data, args.locomo if sl == "locomo" else args.halumem) for sl in args.slices}
-    stored = _stored_graphs(args, slices) if args.from_graphs else {}  # checked before any line is printed
+    # checked before any line is printed
+    stored, prev = _stored_graphs(args, slices) if args.from_graphs else ({}, {})
+    walls = _read_json(args.out / "wall_s.json") if args.from_graphs else {}
     for sl, sessions in slices.items():
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
             t0 = time.perf_counter()
             if args.from_graphs:
                 got = stored[sl, v]
-                prev = _read_json(args.out / "seconds.json")
                 pairs = [(got.get(s.session_id), s, prev.get(f"{sl}-{v}/{s.session_id}", 0.0)) for s in sessions]
                 # rescoring takes seconds: report the extraction's wall time, as recorded
-                wall = _read_json(args.out / "wall_s.json").get(f"{sl}-{v}")
+                wall = walls.get(f"{sl}-{v}")
             else:
                 reset = getattr(services.llm, "reset_cache", None)
                 if reset is not None:  # each variant starts cold: none reuses the previous one's prompts

@@ -179,26 +179,22 @@ def same_turn_rule(ps: list[dict], share: float | None = None) -> dict:
     ``kept_wrong_or_filler`` counts the merged pairs whose dropped memory is correct and whose
     kept one is wrong or filler. Pairs of the final graphs only: what dedup
     already merged is not among them."""
-    from promem_fast.stages import screen, verify
+    from promem_fast.stages import screen
+    from promem_fast.stages.verify import SAME_TURN_SHARE, stands_for
 
-    default = verify.SAME_TURN_SHARE
-    verify.SAME_TURN_SHARE = default if share is None else share  # read by stands_for at call time
-    try:
-        c: collections.Counter = collections.Counter()
-        worse = 0
-        for p in ps:
-            if not p["shared_source"]:
-                continue
-            (full, short), (lf, ls) = p["texts"], p.get("labels", ("", ""))  # in graph order
-            if len(set(screen.predicate_words(short, p["user"]))) > len(set(screen.predicate_words(full, p["user"]))):
-                full, short, lf, ls = short, full, ls, lf
-            if verify.stands_for(short, full, p["user"]):
-                c[p["kind"]] += 1
-                worse += ls == "correct" and lf in ("wrong", "filler")
-        return {"share": verify.SAME_TURN_SHARE, "merged_by_kind": dict(sorted(c.items())),
-                "kept_wrong_or_filler": worse}
-    finally:
-        verify.SAME_TURN_SHARE = default
+    share = SAME_TURN_SHARE if share is None else share
+    c: collections.Counter = collections.Counter()
+    worse = 0
+    for p in ps:
+        if not p["shared_source"]:
+            continue
+        (full, short), (lf, ls) = p["texts"], p.get("labels", ("", ""))  # in graph order
+        if len(set(screen.predicate_words(short, p["user"]))) > len(set(screen.predicate_words(full, p["user"]))):
+            full, short, lf, ls = short, full, ls, lf
+        if stands_for(short, full, p["user"], share):
+            c[p["kind"]] += 1
+            worse += ls == "correct" and lf in ("wrong", "filler")
+    return {"share": share, "merged_by_kind": dict(sorted(c.items())), "kept_wrong_or_filler": worse}
 
 
 def main() -> int:

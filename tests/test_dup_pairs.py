@@ -43,7 +43,7 @@ def test_list_request_asks_one_answer_per_later_entry():
 def test_same_turn_rule_counts_merges_at_each_share():
     """3 of the shorter memory's 4 content words in the fuller one of a shared source turn:
     merged at 75 %, not at 80 %; a merge that keeps a wrong memory and drops a correct one is
-    counted apart. The module's share is restored after each count."""
+    counted apart. The module's share (what dedup uses) is left as it is."""
     from promem_fast.stages import verify
 
     pair = {"shared_source": True, "user": "Nora", "kind": "other", "labels": ("wrong", "correct"),

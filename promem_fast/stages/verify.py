@@ -740,12 +740,12 @@ def _negated(text: str) -> bool:
     return _clause_words(text.replace("\u2019", "'").lower(), frozenset())[0]
 
 
-def stands_for(short: str, full: str, user_name: str = "") -> bool:
+def stands_for(short: str, full: str, user_name: str = "", share: Optional[float] = None) -> bool:
     """Whether ``full``, an entry of the same source turn, states ``short`` more fully (dedup's
     same-turn rule): the same polarity (:func:`_same_sign`), every number of ``short`` in ``full``, ``full``
-    has more content words (:func:`shared_words`) and holds at least 2 and
-    :data:`SAME_TURN_SHARE` of ``short``'s, both as stems and as word starts
-    (:func:`.screen.support`: "classical" is not "classes").
+    has more content words (:func:`shared_words`) and holds at least 2 and ``share``
+    (None: :data:`SAME_TURN_SHARE`, what dedup uses) of ``short``'s, both as stems and as word
+    starts (:func:`.screen.support`: "classical" is not "classes").
 
     What it cannot see: a fuller entry that swaps one word of the shorter one for another
     ("her daughter plays piano at school concerts" / "her son plays piano at school concerts
@@ -753,7 +753,7 @@ def stands_for(short: str, full: str, user_name: str = "") -> bool:
     labelled runs' entries (``dup_pairs.jsonl`` line 5).
     """
     return (_same_sign(short, full, user_name, _negated(short), _negated(full))
-            and _numbers(short) <= _numbers(full) and _states_more(short, full, user_name))
+            and _numbers(short) <= _numbers(full) and _states_more(short, full, user_name, share))
 
 
 def _same_sign(short: str, full: str, user_name: str, neg_short: bool, neg_full: bool) -> bool:
@@ -771,14 +771,15 @@ def _same_sign(short: str, full: str, user_name: str, neg_short: bool, neg_full:
     return not neg_short and sp is True
 
 
-def _states_more(short: str, full: str, user_name: str) -> bool:
+def _states_more(short: str, full: str, user_name: str, share: Optional[float] = None) -> bool:
     """:func:`stands_for` without its polarity and number checks, which dedup_entries has
     already made from its per-entry lists."""
+    share = SAME_TURN_SHARE if share is None else share
     skip = _name_skip(user_name)
     w, fw = _all_clause_words(short, skip), _all_clause_words(full, skip)
     n = len(w & fw)
-    return (n >= 2 and n >= SAME_TURN_SHARE * len(w) and len(fw) > len(w)
-            and screen.support(short, user_name, full) >= SAME_TURN_SHARE)
+    return (n >= 2 and n >= share * len(w) and len(fw) > len(w)
+            and screen.support(short, user_name, full) >= share)
 
 
 # Share of the shorter entry's content words the fuller one must hold before NLI is asked
