@@ -218,6 +218,18 @@ def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, fil
     ("Nora is determined to make the project work.", "Can\u2019t wait! I\u2019m determined to make it work \U0001f4aa",
      "project"),
     ("Nora is determined to make the project work.", "Je suis déterminée à réussir.", None),
+    # a demonstrative with a stand-in noun names nothing, even when the turn says it too
+    ("Nora uses these practices to stay calm before exams.", "I use these practices to stay calm before exams.",
+     "practices"),
+    ("This approach will help Nora keep her message consistent.", "It keeps my message consistent.", "approach"),
+    ("Nora plans to share these adaptive strategies with her partners.", "I'll share them with my partners.",
+     "strategies"),
+    # named before in the entry, named right after it, a time, the entry's own moments, a real noun
+    ("Nora's son took his first steps; those initial steps moved her.", "He took his first steps!", None),
+    ("Nora tried these activities like rowing and climbing.", "I tried rowing and climbing.", None),
+    ("Nora visited Lisbon twice this year.", "I was in Lisbon twice this year.", None),
+    ("Nora cherishes these moments with her family.", "I cherish these moments with my family.", None),
+    ("Nora does these breathing exercises every morning.", "I do these breathing exercises every morning.", None),
 ])
 def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
     assert screen.placeholder_object(text, "Nora", turn) == word
