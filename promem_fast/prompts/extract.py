@@ -144,9 +144,6 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
     details; this engine's extension of §3.3). Short standalone prompt: only the turn. The
     turn comes first: with the instruction first and the turn line last (tried at 006b027 to
     share a cached prefix), the 1.5B model copied the line's "Name (user): ..." into facts.
-    The model is told to name things: in 38 of the 75 fillers its re-reads wrote on
-    held-out sessions, "these practices", "it" or "the project" stood for something unnamed,
-    or nothing was named.
 
     Args:
         turn: the turn's dialogue line (``turn_line``).
@@ -164,7 +161,6 @@ def recover_request(turn: str, user_name: str, missing: Sequence[str], max_facts
         f"states about {user_name} (or about someone {user_name} tells about), one standalone sentence "
         f"each that names its subject ({user_name}, or that person and how they relate to {user_name}), "
         "with any negation and reason exactly as the turn states them, in the turn's language. "
-        'Name the thing itself: no "it", "this" or "these ..." that the sentence leaves unnamed. '
         "Use only what the turn says; add nothing. Skip greetings, thanks, praise of the other person, "
         f'sayings and remarks about the chat. At most {max_facts}. JSON: ["...", "..."]'
     )
