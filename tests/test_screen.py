@@ -218,20 +218,34 @@ def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, fil
     ("Nora is determined to make the project work.", "Can\u2019t wait! I\u2019m determined to make it work \U0001f4aa",
      "project"),
     ("Nora is determined to make the project work.", "Je suis déterminée à réussir.", None),
-    # a demonstrative with a stand-in noun names nothing, even when the turn says it too
+])
+def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
+    assert screen.placeholder_object(text, "Nora", turn) == word
+
+
+@pytest.mark.parametrize("text, turn, word", [
+    # the turn's own "these practices" points at a list the entry never names
     ("Nora uses these practices to stay calm before exams.", "I use these practices to stay calm before exams.",
      "practices"),
     ("This approach will help Nora keep her message consistent.", "It keeps my message consistent.", "approach"),
     ("Nora plans to share these adaptive strategies with her partners.", "I'll share them with my partners.",
      "strategies"),
-    # named before in the entry, named right after it, a time, the entry's own moments, a real noun
+    # an entry with letters outside ASCII in its turn is still read (the rule reads the entry)
+    ("Nora uses these practices to stay calm.", "Ich mache das im Café.", "practices"),
+    # named before, right after (a word, or punctuation opening a list), or in an earlier clause
     ("Nora's son took his first steps; those initial steps moved her.", "He took his first steps!", None),
     ("Nora tried these activities like rowing and climbing.", "I tried rowing and climbing.", None),
+    ("Nora uses these practices, such as yoga, to relax.", "Yoga relaxes me.", None),
+    ("Nora uses these practices: yoga and rowing.", "Yoga and rowing.", None),
+    ("Nora uses these practices (yoga, rowing) daily.", "Yoga and rowing daily.", None),
+    ("Nora does yoga and rowing; these activities calm her.", "Yoga and rowing calm me.", None),
+    # a noun in front names them; times and the entry's own moments are not stand-ins
+    ("Nora takes these swimming lessons on Fridays.", "I take these swimming lessons on Fridays.", None),
+    ("Nora does these breathing exercises every morning.", "I do these breathing exercises every morning.", None),
     ("Nora visited Lisbon twice this year.", "I was in Lisbon twice this year.", None),
     ("Nora cherishes these moments with her family.", "I cherish these moments with my family.", None),
-    ("Nora does these breathing exercises every morning.", "I do these breathing exercises every morning.", None),
 ])
-def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
+def test_a_demonstrative_with_a_stand_in_noun_names_nothing(text, turn, word):
     assert screen.placeholder_object(text, "Nora", turn) == word
 
 

@@ -627,58 +627,69 @@ _PLACEHOLDER = re.compile(r"\bthe (project|thing|situation|matter|stuff)s?\b"
 # A demonstrative with a noun that only stands for a list given elsewhere ("uses these
 # practices to stay grounded", "this approach will help her"): the entry points back at
 # something it never names, so it answers no later question whatever the turn says (the
-# turn's own "these activities" points at the assistant's list). Not "these moments" (the
-# entry's own events) nor "this year" (a date), and not when the entry names the noun
-# before ("took her first steps ... those initial steps"). One adjective may come between
-# ("these adaptive strategies").
+# turn's own "these activities" points at the assistant's list). Only in the entry's first
+# clause: later, it may point back at what the entry listed ("does yoga and rowing; these
+# activities calm her"). Not "these moments" (the entry's own events) nor "this year" (a
+# date), not when the entry names the noun before, and not when something names it right
+# after ("these practices, such as yoga", "these tips: ..."). One vague adjective may come
+# between ("these adaptive strategies"); a noun in front ("these swimming lessons") names them.
 _STAND_IN_NOUNS = frozenset("""activities activity practices practice approaches approach strategies strategy
-efforts effort elements element methods method techniques technique steps tips ideas idea things thing changes
-experiences experience initiatives initiative habits habit measures actions aspects areas options choices factors
-qualities lessons routines tools resources""".split())
-_DEMONSTRATIVE = re.compile(r"\b(?:this|these|those)\s+([a-z]+)(?:\s+([a-z]+))?(?:\s+([a-z]+))?", re.I)
-# what names or narrows the stand-in right after it ("these activities like hiking", "those
-# tips on budgeting"); "to stay grounded" or "into her routine" does not
-_NAMING_NEXT = frozenset("of for about on like such that which who including from".split())
-_ADJECTIVE_END = re.compile(r"(?:al|ive|ous|ful|ic|ed|ing|less|able|ible|ary|ant|ent|ar)$")
+efforts effort elements element methods method techniques technique steps step tips tip ideas idea things thing
+changes experiences experience initiatives initiative habits habit measures actions aspects areas options choices
+factors qualities lessons routines tools resources""".split())
+_VAGUE_ADJECTIVES = frozenset("""adaptive new different various several such simple small little key important
+effective practical useful specific positive healthy healthier creative innovative similar other same great good
+better best""".split())
+_DEMONSTRATIVE = re.compile(r"\b(?:this|these|those)\s+(?=[a-z])", re.I)
+_WORD_AT = re.compile(r"[a-z]+", re.I)
+# what names or narrows the stand-in right after it: "these activities like hiking", "those
+# tips on budgeting", "these practices, such as yoga", "these tips: ...", "(yoga, rowing)";
+# "to stay grounded" or "into her routine" does not
+_NAMING_NEXT = re.compile(r"^(?:\s*[:(\u2013\u2014]|\s+-\s|,?\s+(?:of|for|about|on|like|such|that|which|who|"
+                          r"including|from|namely|especially|e\.g\.)\b)", re.I)
+_FIRST_CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\band\b|\bor\b|\bbut\b", re.I)
 
 
 def _stand_in(text: str) -> Optional[str]:
-    """The stand-in noun (:data:`_STAND_IN_NOUNS`) of the first demonstrative in ``text``
-    that names nothing, or None. One adjective may come between ("these adaptive
-    strategies")."""
-    for m in _DEMONSTRATIVE.finditer(text):
-        words = [(w or "").lower() for w in m.groups()]
-        if words[0] in _STAND_IN_NOUNS:
-            noun, after = words[0], words[1]
-        elif _ADJECTIVE_END.search(words[0]) and words[1] in _STAND_IN_NOUNS:
-            noun, after = words[1], words[2]
-        else:
+    """The stand-in noun (:data:`_STAND_IN_NOUNS`) of a demonstrative in the first clause of
+    ``text`` that names nothing, or None."""
+    end = _FIRST_CLAUSE_END.search(text)
+    first = text[: end.start()] if end else text
+    for m in _DEMONSTRATIVE.finditer(first):
+        w1 = _WORD_AT.match(text, m.end())
+        noun = w1
+        if w1.group(0).lower() in _VAGUE_ADJECTIVES:
+            w2 = _WORD_AT.match(text, w1.end() + 1) if text[w1.end(): w1.end() + 1] == " " else None
+            noun = w2 or w1
+        word = noun.group(0).lower()
+        if word not in _STAND_IN_NOUNS or _NAMING_NEXT.match(text[noun.end():]):
             continue
-        if after in _NAMING_NEXT or re.search(rf"\b{re.escape(noun[:4])}", text[:m.start()], re.I):
+        stem = re.sub(r"(?:ies|es|s)$", "", word)
+        if re.search(rf"\b{re.escape(stem)}", text[: m.start()], re.I):
             continue
-        return noun
+        return word
     return None
 
 
 def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[str]:
     """The placeholder noun of ``text``, or None: "the project", "the thing", "the situation",
     ... when its source turn never says that noun (as a word, singular or plural), and a
-    demonstrative with a stand-in noun ("these practices", "this approach") that the entry
-    does not name before, whatever the turn says. The 1.5B model writes "is determined to
-    make the project work" for "I'm determined to make it work", and "uses these practices to
-    stay grounded" for a turn that answers the assistant's list; neither answers a later
-    question. English only: a turn with a letter outside ASCII is left alone
-    (typographic quotes, dashes and emoji are not letters). Of LoCoMo's 354 dev observations
-    with an evidence turn, none is such an entry; over the 1,728 labelled memories the
-    demonstrative form flags 9 fillers and no correct memory (all from held-out HaluMem
-    sessions)."""
-    if any(c.isalpha() and not c.isascii() for c in turn_text):
-        return None
+    demonstrative with a stand-in noun ("these practices", "this approach") in the entry's
+    first clause that the entry neither names before nor right after, whatever the turn says
+    (:func:`_stand_in`). The 1.5B model writes "is determined to make the project work" for
+    "I'm determined to make it work", and "uses these practices to stay grounded" for a turn
+    that answers the assistant's list; neither answers a later question. English only: for
+    "the project", a turn with a letter outside ASCII is left alone (typographic quotes,
+    dashes and emoji are not letters); the demonstrative form reads only the entry's ASCII
+    words. Of LoCoMo's 354 dev observations with an evidence turn, none is such an entry;
+    over the 1,728 labelled memories the demonstrative form flags 11 fillers (8 that the
+    screen passed) and no correct memory, all from held-out HaluMem sessions."""
     body = _strip_subject(text, user_name)
-    for m in _PLACEHOLDER.finditer(body):
-        w = m.group(1).lower()
-        if not re.search(rf"\b{w}s?\b", turn_text, re.I):
-            return w
+    if not any(c.isalpha() and not c.isascii() for c in turn_text):
+        for m in _PLACEHOLDER.finditer(body):
+            w = m.group(1).lower()
+            if not re.search(rf"\b{w}s?\b", turn_text, re.I):
+                return w
     return _stand_in(body)
 
 
