@@ -13,7 +13,9 @@ anything: measures are in :mod:`promem_fast.eval.precision`.
 
 Writes ``OUT/graphs/{slice}-{variant}.jsonl``, ``OUT/seconds.json`` (seconds per session),
 ``OUT/wall_s.json`` (each extraction's wall time, which ``--from-graphs`` reports again as
-``wall_s``; ``null`` when the file is missing) and ``OUT/review.jsonl`` (the blind file to
+``wall_s``; ``null`` when the file is missing), ``OUT/config.json`` (per slice and variant, the
+``--config`` fields that differ from the defaults, the API key left out; every line, a rescore's
+too, reports its extraction's as ``config``) and ``OUT/review.jsonl`` (the blind file to
 label: every variant's memories once, shuffled, no variant named).
 """
 
@@ -142,6 +144,13 @@ async def run(args: argparse.Namespace) -> list[dict]:
     # checked before any line is printed
     stored, prev = _stored_graphs(args, slices) if args.from_graphs else ({}, {})
     walls = _read_json(args.out / "wall_s.json") if args.from_graphs else {}
+    # what each extraction set over the defaults; a rescore (--from-graphs) reports it again
+    configs = _read_json(args.out / "config.json")
+    own = None
+    if args.config:
+        dump = Config.model_validate_json(Path(args.config).read_text()).model_dump(
+            exclude_defaults=True, exclude={"llm": {"api_key"}})
+        own = {k: v for k, v in dump.items() if v != {}} or None  # a section left with only the key
     for sl, sessions in slices.items():
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
@@ -160,6 +169,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
                                  encoding="utf-8")
                 pairs = [(e.graph, e.session, e.seconds) for e in ex]
                 wall = round(time.perf_counter() - t0, 1)
+                _update_json(args.out / "config.json", {f"{sl}-{v}": own})
                 _update_json(args.out / "wall_s.json", {f"{sl}-{v}": wall})
                 _update_json(args.out / "seconds.json", {f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
             mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
@@ -173,6 +183,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 line["reviewed"] = {k: (round(x, 4) if isinstance(x, float) else x)
                                     for k, x in score_labels(mems, labels).items()}
                 line["labels"] = str(args.labels)
+            overrides = own if not args.from_graphs else configs.get(f"{sl}-{v}")
+            if overrides:  # precision_table.py shows them beside the commit
+                line["config"] = overrides
             line["sessions_measured"] = [s.session_id for s in sessions]
             (args.out / f"per_memory-{sl}-{v}.jsonl").write_text(
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jf["per_memory"]), encoding="utf-8")
@@ -199,7 +212,8 @@ def main() -> int:
     ap.add_argument("--labels", type=Path, help="reviewer labels (JSONL of session_id, memory, label)")
     ap.add_argument("--from-graphs", action="store_true", help="score OUT/graphs/*.jsonl without extracting")
     ap.add_argument("--append", type=Path, help="append each JSON line to this results file")
-    ap.add_argument("--config", type=Path)
+    ap.add_argument("--config", type=Path, help="Config JSON for the extraction; with --from-graphs it only sets the "
+                    "scoring's embedder, and the lines report the extraction's config (OUT/config.json)")
     ap.add_argument("--llm")
     ap.add_argument("--llm-url")
     ap.add_argument("--embed")

@@ -2,8 +2,9 @@
 
 One row per run of ``promem`` on a slice whose memories all carry blind labels (``reviewed``
 with no unlabelled memory), paired with the first fully labelled ``one-off`` line of the same
-commit, slice and session picks among the next three lines (the same run; a ``one-off`` line
-pairs with one ``promem`` line at most). Columns: the lines, commit, date, host, slice, memories, reviewed precision,
+commit, slice, session picks and config among the next three lines (the same run; a ``one-off`` line
+pairs with one ``promem`` line at most). Columns: the lines, commit (with the config fields the
+run set over its defaults, :func:`_overrides`), date, host, slice, memories, reviewed precision,
 correct memories per session and their ratio to ``one-off``'s, ``one-off``'s reviewed
 precision, the seconds-per-session ratio and ``promem``'s tokens per session.
 
@@ -16,6 +17,7 @@ precision, the seconds-per-session ratio and ``promem``'s tokens per session.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -60,15 +62,26 @@ def rows(path: Path = RESULTS) -> list[dict[str, Any]]:
     for i, (n, r) in enumerate(lines):
         if r.get("variant") != "promem" or _reviewed(r) is None:
             continue
-        key = (r.get("commit"), r.get("slice"), r.get("picks"))
+        key = (r.get("commit"), r.get("slice"), r.get("picks"), r.get("config"))
         pair = next(((m, o) for m, o in lines[i + 1:i + 4]
                      if m not in used and o.get("variant") == "one-off" and _reviewed(o) is not None
-                     and (o.get("commit"), o.get("slice"), o.get("picks")) == key), None)
+                     and (o.get("commit"), o.get("slice"), o.get("picks"), o.get("config")) == key), None)
         if pair:
             used.add(pair[0])
         out.append({"line": n, "promem": r, "one_off_line": pair[0] if pair else None,
                     "one_off": pair[1] if pair else None})
     return out
+
+
+def _overrides(line: dict[str, Any]) -> str:
+    """The commit cell's suffix: ``" + section.field=value"`` (value as JSON) per config field the
+    run set over the commit's defaults (the line's ``config``, from ``bench_precision.py
+    --config``); "" without one. A ``|`` is escaped, as the cell sits in a Markdown table."""
+    flat = []
+    for section, fields in (line.get("config") or {}).items():
+        items = fields.items() if isinstance(fields, dict) else [(None, fields)]
+        flat += [f"{section}.{k}={json.dumps(v)}" if k else f"{section}={json.dumps(v)}" for k, v in items]
+    return "".join(f" + {x}" for x in flat).replace("|", "\\|")
 
 
 def _pct(x: Optional[float]) -> str:
@@ -100,7 +113,7 @@ def markdown(path: Path = RESULTS) -> str:
         cps_o = ro.get("correct_per_session") if ro else None
         sec, sec_o = p.get("seconds_per_session"), (o.get("seconds_per_session") if o else None)
         tok = p.get("tokens_per_session")
-        cells = (f"| {lines} | {p.get('commit', '?')} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
+        cells = (f"| {lines} | {p.get('commit', '?')}{_overrides(p)} | {str(p.get('date', ''))[:10]} | {_host(p)} | {sl} "
                  f"| {rp.get('labelled')} | {rp.get('correct')} ({_pct(_precision(rp))}) ")
         if cps is not None and sec is not None and tok is not None:
             cells += (f"| {cps:.1f} ({_ratio(cps, cps_o)}) | {_pct(_precision(ro)) if ro else '-'} "

@@ -228,9 +228,8 @@ class PipelineConfig(_Cfg):
     max_details_per_turn: int = Field(default=5, ge=1, description="Most fine details kept per user turn (§3.2).")
     max_events_per_topic: int = Field(
         default=3, ge=1,
-        description="Most events abstracted per topic segment (§3.2; the paper sets no number). 3, not 6: "
-        "on the dev slices the events' completion tokens fell by a third with reviewed precision as high "
-        "(docs/evaluation.md, 2026-12-06).")
+        description="Most events abstracted per topic segment (§3.2; the paper sets no number; why 3: "
+        "docs/evaluation.md, section 'Events per topic').")
     max_draft_facts: int = Field(default=30, ge=1, description="Most entries in the initial draft / one-off / v1 extraction.")
     max_atomic_facts: int = Field(default=5, ge=1, description="Most atomic facts per decomposed entry (§3.4).")
     max_relation_checks: int = Field(

@@ -1,5 +1,6 @@
 """benchmarks/bench_precision.py end to end on the dev slice with the scripted LLM: rescoring
-stored graphs (--from-graphs) reports the extraction's wall time, not its own."""
+stored graphs (--from-graphs) reports the extraction's wall time, not its own, and the
+--config the extraction ran with."""
 
 from __future__ import annotations
 
@@ -41,3 +42,38 @@ def test_from_graphs_keeps_the_extraction_wall_time(tmp_path):
     res = subprocess.run([x if x != "conv-26:1" else "conv-26:2" for x in base] + ["--from-graphs"],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode != 0 and "conv-26/session_2@Caroline" in res.stderr and not res.stdout.strip()
+
+
+@pytest.mark.skipif(not (DATA / "locomo_dev.json").is_file(), reason=f"LoCoMo dev data not found in {DATA}")
+def test_a_run_with_a_config_records_it_and_its_rescore_does_too(tmp_path):
+    out, cfg = tmp_path / "prec", tmp_path / "cfg.json"
+    base = [sys.executable, str(ROOT / "benchmarks" / "bench_precision.py"), "--out", str(out), "--slices", "locomo",
+            "--locomo", "conv-26:1", "--variants", "one-off", "--llm", "scripted", "--embed", "hash",
+            "--data", str(DATA)]
+
+    def line(extra):
+        res = subprocess.run(base + extra, capture_output=True, text=True, timeout=600, check=True)
+        (got,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+        return got
+
+    # a field restated at its default is no override; the API key is never written out
+    cfg.write_text(json.dumps({"pipeline": {"max_events_per_topic": 2, "dedup": True}, "llm": {"api_key": "sk-x"}}))
+    assert line(["--config", str(cfg)])["config"] == {"pipeline": {"max_events_per_topic": 2}}
+    assert "sk-x" not in (out / "config.json").read_text()
+    assert line(["--from-graphs"])["config"] == {"pipeline": {"max_events_per_topic": 2}}
+    # a new extraction at the defaults is not reported with the previous run's overrides
+    assert "config" not in line([])
+    assert "config" not in line(["--from-graphs"])
+
+
+def test_the_runs_table_names_a_runs_config_beside_its_commit():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod._overrides({"config": {"pipeline": {"max_events_per_topic": 3, "dedup": False}}}) == \
+        " + pipeline.max_events_per_topic=3 + pipeline.dedup=false"
+    # a field outside a section, and a "|" that would end the Markdown cell
+    assert mod._overrides({"config": {"cache_dir": "a|b"}}) == ' + cache_dir="a\\|b"'
+    assert mod._overrides({"commit": "abc1234"}) == ""
