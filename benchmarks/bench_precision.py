@@ -127,6 +127,10 @@ async def run(args: argparse.Namespace) -> list[dict]:
                                             session_memories, write_review_file)
 
     cfg = Config.model_validate_json(Path(args.config).read_text()) if args.config else Config()
+    # what this extraction sets over the defaults (before the flags below), the API key left
+    # out; a section left with only the key is dropped
+    dump = cfg.model_dump(exclude_defaults=True, exclude={"llm": {"api_key"}})
+    own = {k: v for k, v in dump.items() if v != {}} or None
     if args.llm:
         cfg.llm.backend = args.llm
     if args.llm_url:
@@ -144,13 +148,8 @@ async def run(args: argparse.Namespace) -> list[dict]:
     # checked before any line is printed
     stored, prev = _stored_graphs(args, slices) if args.from_graphs else ({}, {})
     walls = _read_json(args.out / "wall_s.json") if args.from_graphs else {}
-    # what each extraction set over the defaults; a rescore (--from-graphs) reports it again
-    configs = _read_json(args.out / "config.json")
-    own = None
-    if args.config:
-        dump = Config.model_validate_json(Path(args.config).read_text()).model_dump(
-            exclude_defaults=True, exclude={"llm": {"api_key"}})
-        own = {k: v for k, v in dump.items() if v != {}} or None  # a section left with only the key
+    # a rescore reports what each extraction set over the defaults
+    configs = _read_json(args.out / "config.json") if args.from_graphs else {}
     for sl, sessions in slices.items():
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"

@@ -65,15 +65,3 @@ def test_a_run_with_a_config_records_it_and_its_rescore_does_too(tmp_path):
     assert "config" not in line([])
     assert "config" not in line(["--from-graphs"])
 
-
-def test_the_runs_table_names_a_runs_config_beside_its_commit():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    assert mod._overrides({"config": {"pipeline": {"max_events_per_topic": 3, "dedup": False}}}) == \
-        " + pipeline.max_events_per_topic=3 + pipeline.dedup=false"
-    # a field outside a section, and a "|" that would end the Markdown cell
-    assert mod._overrides({"config": {"cache_dir": "a|b"}}) == ' + cache_dir="a\\|b"'
-    assert mod._overrides({"commit": "abc1234"}) == ""

@@ -77,6 +77,15 @@ def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():
     assert "| 128-129 | e445bab | 2026-12-05 | Intel Xeon | locomo | 52 | 43 (82.7 %) | 4.3 (1.48x) | 43.3 % | 371 (3.61x) | 8,140 |" in table
 
 
+def test_the_runs_table_names_a_runs_config_beside_its_commit():
+    overrides = _precision_table()._overrides
+    assert overrides({"config": {"pipeline": {"max_events_per_topic": 3, "dedup": False}}}) == \
+        " + pipeline.max_events_per_topic=3 + pipeline.dedup=false"
+    # a field outside a section, and a "|" that would end the Markdown cell
+    assert overrides({"config": {"cache_dir": "a|b"}}) == ' + cache_dir="a\\|b"'
+    assert overrides({"commit": "abc1234"}) == ""
+
+
 def test_the_runs_table_names_a_broken_results_line(tmp_path):
     mod = _precision_table()
     bad = tmp_path / "p.jsonl"
