@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON,
+    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -101,6 +101,10 @@ async def test_filler_entries_are_discarded_before_nli():
     ("They have been a great way to unwind.", True),
     ("She and her sister opened a bakery.", True),
     ("My sister opened a bakery.", False),
+    # a function word that opens a later sentence is no name; a name there still is one
+    ("The feedback has been positive. Many are curious how the changes help them.", True),
+    ("Wellness workshops would be useful. It's about tools for growth.", True),
+    ("The trip went well. Teo loved Oslo.", False),
 ])
 def test_a_fragment_that_names_no_one_is_not_a_memory(text, fragment):
     assert screen.names_no_one(text, "Nora", ["Kai"]) is fragment
@@ -247,6 +251,20 @@ def test_a_placeholder_for_what_the_turn_left_unnamed(text, turn, word):
 ])
 def test_a_demonstrative_with_a_stand_in_noun_names_nothing(text, turn, word):
     assert screen.placeholder_object(text, "Nora", turn) == word
+
+
+@pytest.mark.parametrize("text, word", [
+    # the subject points back at a turn the entry does not carry
+    ("This will be incredibly rewarding for Nora.", "this"),
+    ("It's been a great way for Nora to unwind.", "it"),
+    ("That helps Nora stay calm at work.", "that"),
+    # a noun after the demonstrative names the subject; the user as subject is the usual case
+    ("This summer Nora moved to Oslo.", None),
+    ("That trip to Oslo changed Nora's plans.", None),
+    ("Nora says this will be her last race.", None),
+])
+def test_an_entry_whose_subject_is_a_bare_this_names_nothing(text, word):
+    assert screen.placeholder_object(text, "Nora", "I think this will help me a lot.") == word
 
 
 async def test_an_entry_naming_its_object_only_by_a_placeholder_is_discarded_before_nli():
@@ -1682,3 +1700,21 @@ async def test_praise_of_the_user_in_the_assistants_words_is_discarded():
                                          ("Nora joined a pottery class on Mondays.", ["u1"])])
     assert kept == ["Nora joined a pottery class on Mondays."]
     assert why == {"Nora's commitment to continuous learning is inspiring.": PRAISE_REASON}
+
+
+async def test_an_entry_whose_subject_points_back_is_discarded_and_one_that_names_it_kept():
+    rows = [("u1", "user", "I started weekly team walks at lunch. Honestly, this will be so rewarding for me.")]
+    kept, why, _ = await screened(rows, [("This will be incredibly rewarding for Nora.", ["u1"]),
+                                         ("Nora started weekly team walks at lunch.", ["u1"])])
+    assert kept == ["Nora started weekly team walks at lunch."]
+    assert why == {"This will be incredibly rewarding for Nora.": PLACEHOLDER_REASON}
+
+
+async def test_a_fragment_with_only_function_words_at_its_sentence_starts_is_discarded():
+    rows = [("u1", "user", "The feedback has been positive. Many are curious about the new schedule. "
+                           "I moved the stand-up to 9:30.")]
+    kept, why, _ = await screened(rows, [("The feedback has been positive. Many are curious about the new "
+                                          "schedule.", ["u1"]),
+                                         ("Nora moved the stand-up to 9:30.", ["u1"])])
+    assert kept == ["Nora moved the stand-up to 9:30."]
+    assert why == {"The feedback has been positive. Many are curious about the new schedule.": NO_SUBJECT_REASON}

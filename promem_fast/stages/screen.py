@@ -582,11 +582,20 @@ def _substantive(words: Iterable[str]) -> list[str]:
     return [w for w in words if not w.isascii() or (w not in _META_EXACT and not w.startswith(_META))]
 
 
+# closed-class words: capitalised at a sentence start they are no name ("The feedback has
+# been positive. Many are curious ...", "... would help. It's about growth.")
+_FUNCTION_WORDS = frozenset("""the a an this that these those it it's its he she they his her their there here many some most all both each
+every few several any no none such what which who when where why how and but or so yet if because although though
+while as also then now other another more much one additional""".split())
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([\w'\u2019]+)")
+
+
 def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` (ASCII) says whom it is about nowhere: neither the user's name (or
     first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
     any capitalised name after its first word ("Divorced", "Both parents are deceased",
-    "Establish a platform for social change": a fragment, not a memory of anyone). When
+    "Establish a platform for social change": a fragment, not a memory of anyone); a
+    function word that opens a later sentence ("Many", "It's") is no name. When
     another speaker of the chat has a name (``others``, roles such as "assistant" aside),
     "he", "she", "her", "they", ... name no one either: either speaker could be meant ("Some
     close friends kept supporting her", "She adopted a puppy"; replay over the labelled
@@ -604,7 +613,10 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     named = bool(name_parts(others, user_name))
     if any(t.lower() in _OTHER_SUBJECT and not (named and t.lower() in _THIRD_PERSON) for t in toks):
         return False
-    return not any(t[:1].isupper() for t in toks[1:])
+    starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
+    return not any(m.start() > 0 and m.group()[:1].isupper()
+                   and not (m.start() in starts and m.group().lower().replace("\u2019", "'") in _FUNCTION_WORDS)
+                   for m in _TOKEN.finditer(text))
 
 
 # "Jon's statement is about the performers": the subject is something said in the
@@ -651,6 +663,16 @@ _NAMING_NEXT = re.compile(r"^(?:\s*[:(\u2013\u2014]|\s+-\s|,?\s+(?:of|for|about|
 _FIRST_CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\band\b|\bor\b|\bbut\b", re.I)
 
 
+# An entry whose subject is a bare "this" / "that" / "it" with its verb ("This will be
+# rewarding for Nora", "It's been a great way to unwind"): the subject points back at a turn
+# the entry does not carry, so the memory says nothing about what it was. "This summer" or
+# "That trip" (a noun after it) name their subject.
+_POINTING_SUBJECT = re.compile(
+    r"^(this|that|it|these|those)(?:['\u2019]s\b|\s+(?:is|was|are|were|will|would|has|had|have|can|could|should|"
+    r"might|may|makes?|made|sounds?|seems?|feels?|felt|means?|meant|helps?|helped|gives?|gave|brings?|brought|"
+    r"keeps?|kept)\b)", re.I)
+
+
 def _stand_in(text: str) -> Optional[str]:
     """The stand-in noun (:data:`_STAND_IN_NOUNS`) of a demonstrative in the first clause of
     ``text`` that names nothing, or None."""
@@ -680,13 +702,19 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
     dashes and emoji are not letters); the demonstrative form reads only the entry's ASCII
     words. Of LoCoMo's 354 dev observations with an evidence turn, none is such an entry;
     over the 1,761 labelled memories the demonstrative form flags 12 fillers (8 that the
-    screen passed) and no correct memory, all from held-out HaluMem sessions."""
+    screen passed) and no correct memory, all from held-out HaluMem sessions. An entry whose
+    subject is a bare "this", "that" or "it" with its verb (:data:`_POINTING_SUBJECT`:
+    "This will be rewarding for Nora") returns that word: of 1,802 labelled memories it
+    flags 3 fillers (2 the screen passed) and no correct one, and none of the 626 gold points."""
     body = _strip_subject(text, user_name)
     if not any(c.isalpha() and not c.isascii() for c in turn_text):
         for m in _PLACEHOLDER.finditer(body):
             w = m.group(1).lower()
             if not re.search(rf"\b{w}s?\b", turn_text, re.I):
                 return w
+    pointing = _POINTING_SUBJECT.match(text.strip())
+    if pointing:
+        return pointing.group(1).lower()
     return _stand_in(body)
 
 

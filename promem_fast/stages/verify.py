@@ -72,7 +72,7 @@ REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' whe
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
 PLACEHOLDER_REASON = ("names its object only by a placeholder ('the project' the turn never says, "
-                      "'these practices' the entry never names) (vague)")
+                      "'these practices' the entry never names) or its subject by a bare 'this' / 'it' (vague)")
 PRAISE_REASON = "praise of the user in words the user's turn never says (the other side's appraisal, not a fact)"
 KIND_REASON = "files someone under a kind the turn never names (world knowledge: 'her husband is a man')"
 # A source turn is kept as grounding when its cosine is at least this share of the best turn's.
