@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _bench_loader import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -60,12 +61,7 @@ def test_results_files_named_in_docs_exist(page):
 
 def _precision_table():
     """benchmarks/precision_table.py as a module (benchmarks/ is no package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("precision_table", ROOT / "benchmarks" / "precision_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("precision_table")
 
 
 def test_the_runs_table_of_evaluation_md_is_the_one_precision_jsonl_gives():

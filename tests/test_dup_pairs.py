@@ -3,16 +3,12 @@ list judge's request (one numbered list per session, one answer per entry)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import jsonschema
+from _bench_loader import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("dup_pairs", ROOT / "benchmarks" / "dup_pairs.py")
-dup_pairs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dup_pairs)
+dup_pairs = load_benchmark("dup_pairs")
 
 
 def test_pair_kind():

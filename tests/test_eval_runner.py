@@ -734,14 +734,12 @@ def test_judge_halumem_output_verdicts_rescore(tmp_path):
     """benchmarks/judge_halumem_output.py: the verdicts it keeps re-score to the same numbers
     with no LLM, and a stricter quote check applied offline zeroes the altered quote."""
     import asyncio
-    import importlib.util
+
+    from _bench_loader import load_benchmark
 
     from promem_fast.eval.judges import LLMJudge
 
-    spec = importlib.util.spec_from_file_location(
-        "judge_halumem_output", Path(__file__).parents[1] / "benchmarks" / "judge_halumem_output.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_benchmark("judge_halumem_output")
 
     out = tmp_path / "promem_fast_eval_results.jsonl"
     session = {

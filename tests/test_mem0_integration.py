@@ -315,12 +315,9 @@ def test_bench_mem0_backend_smoke(tmp_path):
     """The benchmark end to end on the fake OpenAI server (scripted answers), cut sessions."""
     if not (DATA / "locomo_dev.json").is_file() or not (DATA / "halumem_dev_user3.jsonl").is_file():
         pytest.skip(f"development data not found in {DATA}")
-    root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "benchmarks"))
-    try:
-        import bench_mem0_backend as bench
-    finally:
-        sys.path.remove(str(root / "benchmarks"))
+    from _bench_loader import load_benchmark
+
+    bench = load_benchmark("bench_mem0_backend")
     res = bench.main(["--smoke", "--data-dir", str(DATA), "--max-turns", "6", "--max-questions", "2",
                       "--out", str(tmp_path / "smoke.jsonl")])
     rows = res["sessions"]

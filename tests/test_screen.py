@@ -1374,14 +1374,10 @@ def test_a_long_premise_is_cut_to_the_sentences_about_the_hypothesis():
 
 
 def test_the_embedded_regression_set_covers_every_failure_class():
-    import json
-    import sys
-    from pathlib import Path
+    from _bench_loader import load_benchmark
 
-    root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "benchmarks"))
-    from bench_regression import CASES, sessions_of
-
+    reg = load_benchmark("bench_regression")
+    CASES, sessions_of = reg.CASES, reg.sessions_of
     cases = json.loads(CASES.read_text(encoding="utf-8"))
     assert {c["class"].split(" (")[0] for c in cases} == {
         "filler", "assistant text", "wrong person", "world knowledge", "quoted text", "duplicates", "non-English"}
