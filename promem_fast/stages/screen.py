@@ -584,7 +584,7 @@ def _substantive(words: Iterable[str]) -> list[str]:
 
 # closed-class words: capitalised at a sentence start they are no name ("The feedback has
 # been positive. Many are curious ...", "... would help. It's about growth.")
-_FUNCTION_WORDS = frozenset("""the a an this that these those it it's its he she they his her their there here many some most all both each
+_FUNCTION_WORDS = frozenset("""the a an this that these those it its he she they his her their there here many some most all both each
 every few several any no none such what which who when where why how and but or so yet if because although though
 while as also then now other another more much one additional""".split())
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([\w'\u2019]+)")
@@ -614,9 +614,11 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     if any(t.lower() in _OTHER_SUBJECT and not (named and t.lower() in _THIRD_PERSON) for t in toks):
         return False
     starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
-    return not any(m.start() > 0 and m.group()[:1].isupper()
-                   and not (m.start() in starts and m.group().lower().replace("\u2019", "'") in _FUNCTION_WORDS)
-                   for m in _TOKEN.finditer(text))
+    # the first token is skipped as before (an imperative or a bare adjective opens fragments);
+    # "That's" / "There's" at a sentence start are read without their "'s"
+    return not any(m.group()[:1].isupper()
+                   and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
+                   for m in list(_TOKEN.finditer(text))[1:])
 
 
 # "Jon's statement is about the performers": the subject is something said in the
@@ -666,11 +668,16 @@ _FIRST_CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\band\b|\bor\b|\bb
 # An entry whose subject is a bare "this" / "that" / "it" with its verb ("This will be
 # rewarding for Nora", "It's been a great way to unwind"): the subject points back at a turn
 # the entry does not carry, so the memory says nothing about what it was. "This summer" or
-# "That trip" (a noun after it) name their subject.
+# "That trip" (a noun after it) name their subject; a dummy "it" / "this" before a fact
+# is kept (:data:`_DUMMY_SUBJECT_REST`).
 _POINTING_SUBJECT = re.compile(
     r"^(this|that|it|these|those)(?:['\u2019]s\b|\s+(?:is|was|are|were|will|would|has|had|have|can|could|should|"
     r"might|may|makes?|made|sounds?|seems?|feels?|felt|means?|meant|helps?|helped|gives?|gave|brings?|brought|"
     r"keeps?|kept)\b)", re.I)
+# what follows a dummy subject that states a fact itself: a possessive name ("It's Nora's
+# birthday", "These are Nora's books"), a number ("It has been 3 years"), "since" / "that"
+# after it ("It has been three years since Nora moved") or a reason ("That's why Nora quit")
+_DUMMY_SUBJECT_REST = re.compile(r"\b[A-Z][\w-]*'s\b|\d|\b(?:since|ago)\b|^\s*(?:why|because|how|when)\b")
 
 
 def _stand_in(text: str) -> Optional[str]:
@@ -714,7 +721,9 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
                 return w
     pointing = _POINTING_SUBJECT.match(text.strip())
     if pointing:
-        return pointing.group(1).lower()
+        rest = text.strip()[pointing.end():].replace("\u2019", "'")
+        if not (_DUMMY_SUBJECT_REST.search(rest) or _DATE_EXPR.search(rest)):
+            return pointing.group(1).lower()
     return _stand_in(body)
 
 
