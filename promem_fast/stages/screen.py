@@ -606,7 +606,8 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     names = [user_name, (user_name.split() or [""])[0], "user", *others, *((o.split() or [""])[0] for o in others)]
     if any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in names):
         return False
-    toks = _TOKEN.findall(text)
+    spans = list(_TOKEN.finditer(text))
+    toks = [m.group() for m in spans]
     if any(t.lower() in ("i", "we", "my", "our", "me", "us") for t in toks):
         return False
     # with another named speaker in the chat, "she" / "his" / "they" could be either of them
@@ -618,7 +619,7 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     # "That's" / "There's" at a sentence start are read without their "'s"
     return not any(m.group()[:1].isupper()
                    and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
-                   for m in list(_TOKEN.finditer(text))[1:])
+                   for m in spans[1:])
 
 
 # "Jon's statement is about the performers": the subject is something said in the
@@ -719,9 +720,10 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
             w = m.group(1).lower()
             if not re.search(rf"\b{w}s?\b", turn_text, re.I):
                 return w
-    pointing = _POINTING_SUBJECT.match(text.strip())
+    entry = text.strip()
+    pointing = _POINTING_SUBJECT.match(entry)
     if pointing:
-        rest = text.strip()[pointing.end():].replace("\u2019", "'")
+        rest = entry[pointing.end():].replace("\u2019", "'")
         if not (_DUMMY_SUBJECT_REST.search(rest) or _DATE_EXPR.search(rest)):
             return pointing.group(1).lower()
     return _stand_in(body)
