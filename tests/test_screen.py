@@ -15,7 +15,7 @@ from promem_fast.stages.state import Entry, PipelineState
 from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
-    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON,
+    URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -818,6 +818,33 @@ async def test_a_compound_keeps_its_stated_clause_when_the_other_files_an_unstat
     assert [state.entries[i].text for i in state.live_entries()] == [
         "Nora's husband Tom coaches the kids' soccer team."]
     assert {d.text: d.reason for d in state.discarded} == {"Nora's husband is a man.": "atomic fact: " + KIND_REASON}
+
+
+# --- an age the turn never gives ------------------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, unstated", [
+    ("Nora is 8 years old now.", "8 years already! Feels like yesterday we met at that gig.", True),   # a duration
+    ("Nora's son Leo is a 3-year-old.", "Leo has 3 teeth now and one more coming.", True),               # a count
+    ("Nora is aged 40.", "I paid 40 dollars for the ticket.", True),
+    ("Nora's daughter is twelve years old.", "We drove twelve hours to the lake with my daughter.", True),
+    ("Nora is 39 years old.", "I'm 39 and I live in Leeds.", False),          # a number after "I'm"
+    ("Nora's son is 5 years old.", "My son is 5 and loves trains.", False),   # after "is"
+    ("Nora's niece is 7 years old.", "My niece turned 7 on Sunday.", False),  # an age word
+    ("Nora won the regional final at age fifteen.", "We won the regional final when I was fifteen.", False),
+    ("Nora is 60 years old.", "I\u2019m 60 this year!", False),                # a typographic apostrophe
+    ("Nora has been married for 8 years.", "8 years already!", False),        # no age in the entry
+])
+def test_an_age_the_turn_never_gives_is_unstated(entry, turn, unstated):
+    assert screen.unstated_age(entry, turn) is unstated
+
+
+async def test_a_number_of_the_turn_read_as_an_age_is_discarded():
+    rows = [("a1", "assistant", "What a lovely photo! How long have you two been together?"),
+            ("u1", "user", "8 years already! Time flies. We met at a jazz gig in Porto.")]
+    kept, why, _ = await screened(rows, [("Nora is 8 years old now.", ["u1"]),
+                                         ("Nora met her partner at a jazz gig in Porto.", ["u1"])])
+    assert kept == ["Nora met her partner at a jazz gig in Porto."]
+    assert why == {"Nora is 8 years old now.": AGE_REASON}
 
 
 # --- quoted text -----------------------------------------------------------------------------
@@ -1674,9 +1701,28 @@ async def test_a_negation_only_in_the_fuller_entrys_added_clause_does_not_keep_a
                           "Nora plays tennis on weekends with friends but never alone.", "Nora")
 
 
+async def test_five_of_seven_words_in_a_fuller_entry_of_the_turn_is_a_restatement():
+    """SAME_TURN_SHARE is 70 %: 5 of the shorter entry's 7 words ("took" is not "taking") in
+    a fuller entry of the same turn is one fact (two facts at 75 %, until 3971431). NLI is
+    off and the cosine is 0.75, so only the word rule decides."""
+    rows = [("u1", "user", "I baked a lot as a kid - my crew took gold at the county fair at age twelve!")]
+    s = session(rows)
+    emb = KeywordEmbedder(["gold", "fair", "twelve", "crew", "baking"])  # cosine 3/4
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=emb), tau_dup_nli=None)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    short = "Nora's crew took gold at the county fair at age twelve."
+    full = "Nora entered baking contests as a kid, taking gold at the county fair at age twelve."
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in (short, full)]
+    assert shared_words(short, full, "Nora") == (5, 7)
+    assert not stands_for(short, full, "Nora", share=0.75)
+    dropped = await dedup_entries(ctx, state)
+    assert [state.entries[i].text for i in dropped] == [short]
+    assert [state.entries[i].text for i in state.live_entries()] == [full]
+
+
 def test_three_of_four_words_in_a_fuller_entry_is_a_restatement():
-    """SAME_TURN_SHARE is 75 %: a plan restated with its details (3 of the shorter entry's 4
-    content words) is one fact; 2 of 3 words ("chess" / "tennis") stays two facts."""
+    """A plan restated with its details (3 of the shorter entry's 4 content words) is one fact;
+    2 of 3 words ("chess" / "tennis", 67 %, under SAME_TURN_SHARE) stays two facts."""
     short = "Nora is planning to sing at a local fair."
     full = "Nora has been rehearsing a folk song that she will sing at a local fair in June."
     assert shared_words(short, full, "Nora") == (3, 4)

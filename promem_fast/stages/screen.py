@@ -569,6 +569,32 @@ def unstated_kind(text: str, user_name: str, turn_text: str) -> bool:
     return False
 
 
+# An age in an entry ("is 5 years old", "a 7-year-old", "aged 40", "at age 12") and the
+# turn's ways of giving one. A bare number in a reply ("5 years already!" to "How long have
+# you been married?") is a duration, a count or a price until the turn says it is an age.
+_NUMBER_WORD = (r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+                r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+                r"eighty|ninety")
+_AGE_IN_ENTRY = re.compile(rf"\b(?:{_NUMBER_WORD})(?:[\s-]+\w+)?[\s-]+years?[\s-]+old\b|"
+                           rf"\b(?:aged?|age of)\s+(?:{_NUMBER_WORD})\b", re.I)
+_AGE_IN_TURN = re.compile(rf"\b(?:old|older|oldest|age|aged|ages|birthday|born|turn(?:s|ed|ing)?|"
+                          rf"(?:i'm|i am|im|he's|she's|he is|she is|they're|is|are|was|at)\s+(?:{_NUMBER_WORD})\b)",
+                          re.I)
+
+
+def unstated_age(text: str, turn_text: str) -> bool:
+    """True when ``text`` gives someone an age ("is 5 years old", "a 7-year-old", "aged 40",
+    "at age 12") and ``turn_text`` gives none: no age word ("old", "age", "birthday", "born",
+    "turned") and no number right after a person's verb or "at" ("I'm 39", "she is 7", "at
+    15"). The embedded model reads a bare number as an age: "5 years already!" (an answer to
+    "How long have you been married?") became "Melanie is 5 years old now" in 33 of 74
+    labelled LoCoMo runs, judged entailed by the NLI. Typographic apostrophes read as plain
+    ones. Shape: str in, bool out."""
+    if not _AGE_IN_ENTRY.search(text):
+        return False
+    return not _AGE_IN_TURN.search(turn_text.replace("\u2019", "'"))
+
+
 def without_reading(text: str) -> Optional[str]:
     """``text`` cut before its added reading (:func:`inferred`), or None when it has none or
     nothing of 3+ words is left: "Nora restored an old boat, implying she is patient." ->
