@@ -1720,6 +1720,27 @@ async def test_five_of_seven_words_in_a_fuller_entry_of_the_turn_is_a_restatemen
     assert [state.entries[i].text for i in state.live_entries()] == [full]
 
 
+async def test_the_turn_an_entry_was_grounded_on_counts_as_its_turn_for_dedup():
+    """A draft entry citing only u2 but verified on u1 (its ground turn, listed among its
+    source turns in the output graph) restates a shorter entry of u1; with neither turn
+    shared the two stay apart."""
+    rows = [("u1", "user", "Passing on my stories to others matters to me, it builds a community of hope."),
+            ("u2", "user", "Yes, a strong and supportive one.")]
+    s = session(rows)
+    emb = KeywordEmbedder(["stories", "others", "community", "hope", "pass", "share"])  # cosine 0.67
+    short = "Nora felt it was important to pass on her stories to others."
+    full = "Nora felt it was important to share her stories with others to build a supportive community of hope."
+    for ground, merged in (("u1", True), ("u2", False)):
+        ctx = make_ctx(session=s, services=make_services(rules={}, embed=emb), tau_dup_nli=None)
+        state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+        state.entries = [Entry(short, "draft", "kept", ["u1"]), Entry(full, "draft", "kept", ["u2"])]
+        state.entries[0].ground_turn_id, state.entries[1].ground_turn_id = "u1", ground
+        dropped = await dedup_entries(ctx, state)
+        assert [state.entries[i].text for i in dropped] == ([short] if merged else [])
+        if merged:
+            assert state.entries[1].source_turn_ids == ["u2", "u1"]
+
+
 def test_three_of_four_words_in_a_fuller_entry_is_a_restatement():
     """A plan restated with its details (3 of the shorter entry's 4 content words) is one fact;
     2 of 3 words ("chess" / "tennis", 67 %, under SAME_TURN_SHARE) stays two facts."""

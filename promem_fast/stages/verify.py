@@ -645,8 +645,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 
     Two live entries are one fact when their embedding cosine is >= ``pipeline.tau_dup``
     (0.9) or every content word of one (the user's name aside) occurs in the other, or, when
-    they share a source turn, the fuller one states the other (:func:`stands_for`: at least
-    2 and :data:`SAME_TURN_SHARE`, 70 %, of its words). Of
+    they share a turn (a source turn, or the turn HV grounded it on), the fuller one states the
+    other (:func:`stands_for`: at least 2 and :data:`SAME_TURN_SHARE`, 70 %, of its words). Of
     such a pair (both negated or neither, and every number of the dropped one also in the
     kept one: :func:`_numbers`) the entry with more content words stays (the
     earlier one on a tie) and takes the other's source turns; the other is discarded with
@@ -672,7 +672,10 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     # "likes jazz" and "doesn't like jazz" share every word and most of their vector
     neg = [_negated(t) for t in texts]
     nums = [_numbers(t) for t in texts]
-    turns = [set(state.entries[i].source_turn_ids) for i in live]
+    # an entry's turns include the one HV grounded it on (its premise), which the output graph
+    # lists among its source turns too: a draft entry citing only D3:10 but verified on D3:5
+    # restates another entry of D3:5
+    turns = [set(state.entries[i].source_turn_ids) | ({state.entries[i].ground_turn_id} - {None}) for i in live]
 
     def same_sign(r: int, k: int) -> bool:
         # parses both entries' clauses: asked after the cheap checks of each pair
