@@ -822,20 +822,31 @@ async def test_a_compound_keeps_its_stated_clause_when_the_other_files_an_unstat
 
 # --- an age the turn never gives ------------------------------------------------------------
 
-@pytest.mark.parametrize("entry, turn, unstated", [
-    ("Nora is 8 years old now.", "8 years already! Feels like yesterday we met at that gig.", True),   # a duration
-    ("Nora's son Leo is a 3-year-old.", "Leo has 3 teeth now and one more coming.", True),               # a count
-    ("Nora is aged 40.", "I paid 40 dollars for the ticket.", True),
-    ("Nora's daughter is twelve years old.", "We drove twelve hours to the lake with my daughter.", True),
-    ("Nora is 39 years old.", "I'm 39 and I live in Leeds.", False),          # a number after "I'm"
-    ("Nora's son is 5 years old.", "My son is 5 and loves trains.", False),   # after "is"
-    ("Nora's niece is 7 years old.", "My niece turned 7 on Sunday.", False),  # an age word
-    ("Nora won the regional final at age fifteen.", "We won the regional final when I was fifteen.", False),
-    ("Nora is 60 years old.", "I\u2019m 60 this year!", False),                # a typographic apostrophe
-    ("Nora has been married for 8 years.", "8 years already!", False),        # no age in the entry
+@pytest.mark.parametrize("entry, turn, before, unstated", [
+    ("Nora is 8 years old now.", "8 years already! Feels like yesterday we met at that gig.", "", True),  # a duration
+    ("Nora's son Leo is a 3-year-old.", "Leo has 3 teeth now and one more coming.", "", True),           # a count
+    ("Nora is aged 40.", "I paid 40 dollars for the ticket at the agency.", "", True),   # "agency" is not "age"
+    ("Nora's daughter is twelve years old.", "We drove twelve hours to our old cabin with my daughter.", "", True),
+    ("Nora's son is 7 years old.", "We're meeting at 7 pm, there are 7 of us.", "", True),  # a time, a count
+    ("Nora is 8 years old now.", "8 years already!", "How long have you two been married?", True),
+    ("Nora is 39 years old.", "I'm 39 and I live in Leeds.", "", False),
+    ("Nora's son is 5 years old.", "My son is 5 and loves trains.", "", False),
+    ("Nora's son is 7 years old.", "Leo's 7 now!", "", False),
+    ("Nora's son is 7 years old.", "He's only 7!", "", False),
+    ("Nora's son is 7 years old.", "She'll be 7 next week.", "", False),
+    ("Nora's son is 7 years old.", "My son, 7, loves trains.", "", False),
+    ("Nora's son is 7 years old.", "We threw a party for his 7th birthday.", "", False),
+    ("Nora's son is 7 years old.", "My 7 yo loves trains.", "", False),
+    ("Nora's son is 7 years old.", "7!", "How old is your son?", False),   # the question gives the age
+    ("Nora's niece is 7 years old.", "My niece turned 7 on Sunday.", "", False),
+    ("Nora won the regional final at age fifteen.", "We won the regional final when I was fifteen.", "", False),
+    ("Nora is twenty-five years old.", "I just turned 25!", "", False),     # words and digits alike
+    ("Nora is 60 years old.", "I\u2018m 60 this year!", "", False),          # typographic apostrophes
+    ("Nora is 39 years old.", "I was born in 1986.", "", False),             # born: the age is given
+    ("Nora has been married for 8 years.", "8 years already!", "", False),   # no age in the entry
 ])
-def test_an_age_the_turn_never_gives_is_unstated(entry, turn, unstated):
-    assert screen.unstated_age(entry, turn) is unstated
+def test_an_age_the_turn_never_gives_is_unstated(entry, turn, before, unstated):
+    assert screen.unstated_age(entry, turn, before) is unstated
 
 
 async def test_a_number_of_the_turn_read_as_an_age_is_discarded():
@@ -1727,7 +1738,7 @@ async def test_the_turn_an_entry_was_grounded_on_counts_as_its_turn_for_dedup():
     rows = [("u1", "user", "Passing on my stories to others matters to me, it builds a community of hope."),
             ("u2", "user", "Yes, a strong and supportive one.")]
     s = session(rows)
-    emb = KeywordEmbedder(["stories", "others", "community", "hope", "pass", "share"])  # cosine 0.67
+    emb = KeywordEmbedder(["stories", "others", "community", "hope", "pass", "share"])  # cosine 0.52
     short = "Nora felt it was important to pass on her stories to others."
     full = "Nora felt it was important to share her stories with others to build a supportive community of hope."
     for ground, merged in (("u1", True), ("u2", False)):

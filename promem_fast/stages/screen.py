@@ -569,30 +569,62 @@ def unstated_kind(text: str, user_name: str, turn_text: str) -> bool:
     return False
 
 
-# An age in an entry ("is 5 years old", "a 7-year-old", "aged 40", "at age 12") and the
-# turn's ways of giving one. A bare number in a reply ("5 years already!" to "How long have
-# you been married?") is a duration, a count or a price until the turn says it is an age.
-_NUMBER_WORD = (r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
-                r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
-                r"eighty|ninety")
-_AGE_IN_ENTRY = re.compile(rf"\b(?:{_NUMBER_WORD})(?:[\s-]+\w+)?[\s-]+years?[\s-]+old\b|"
-                           rf"\b(?:aged?|age of)\s+(?:{_NUMBER_WORD})\b", re.I)
-_AGE_IN_TURN = re.compile(rf"\b(?:old|older|oldest|age|aged|ages|birthday|born|turn(?:s|ed|ing)?|"
-                          rf"(?:i'm|i am|im|he's|she's|he is|she is|they're|is|are|was|at)\s+(?:{_NUMBER_WORD})\b)",
-                          re.I)
+# Ages: an entry's age claim and the turn's ways of giving one. A bare number in a reply
+# ("5 years already!" to "How long have you been married?") is a duration, a count or a price
+# until the turn, or the question it answers, says it is an age.
+_NUMBER_VALUES = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen".split())}
+_NUMBER_VALUES.update({w: 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
+_NUM = r"(?:\d+|(?:" + "|".join(sorted(_NUMBER_VALUES, key=len, reverse=True)) + r")(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)"
+_AGE_IN_ENTRY = re.compile(
+    rf"\b(?P<a>{_NUM})(?:\s+and\s+a\s+half)?[\s-]+(?:years?|yrs?)[\s-]+old\b|\b(?P<b>{_NUM})\s*(?:yo|y/o|yrs? old)\b|"
+    rf"\b(?:aged?|age of|ages)\s+(?P<c>{_NUM})\b", re.I)
+# the number said as an age: after "I'm" / "is" / "'s" / "turned" / "age" ... (an adverb may come
+# between) and not followed by a unit ("5 years already", "at 8 pm", "20 dollars")
+_AGE_BEFORE = (r"(?:\bi'?m|\bi am|'s|\bis|\bare|\bwas|\bwere|\bbe|\bturn(?:s|ed|ing)?|\bage|\baged|\bages|"
+               r"\bhits?|\bhit|,)\s+(?:(?:only|now|almost|just|nearly|about|barely|already|finally|going to be|"
+               r"gonna be)\s+)?")
+_AGE_AFTER = (r"(?=\s*(?:$|[.!?,;:)\]]|\s(?:now|today|tomorrow|already|next|this|soon|in|on|and|but|so|"
+              r"years? old|yrs? old|yo|y/o)\b)|(?:st|nd|rd|th)\s+birthday|-year-old|\s*yo\b)")
+_AGE_QUESTION = re.compile(r"\bhow old\b|\bage\b|\bbirthday\b|\bborn\b", re.I)
+_AGE_WORD = re.compile(r"\bborn\b|\bbirthdays?\b", re.I)
 
 
-def unstated_age(text: str, turn_text: str) -> bool:
-    """True when ``text`` gives someone an age ("is 5 years old", "a 7-year-old", "aged 40",
-    "at age 12") and ``turn_text`` gives none: no age word ("old", "age", "birthday", "born",
-    "turned") and no number right after a person's verb or "at" ("I'm 39", "she is 7", "at
-    15"). The embedded model reads a bare number as an age: "5 years already!" (an answer to
-    "How long have you been married?") became "Melanie is 5 years old now" in 33 of 74
-    labelled LoCoMo runs, judged entailed by the NLI. Typographic apostrophes read as plain
-    ones. Shape: str in, bool out."""
-    if not _AGE_IN_ENTRY.search(text):
+def _number_value(word: str) -> Optional[int]:
+    """30 for "30" or "thirty", 25 for "twenty-five"; None for anything else."""
+    w = word.lower()
+    if w.isdigit():
+        return int(w)
+    head, _, tail = w.partition("-")
+    if head not in _NUMBER_VALUES or (tail and tail not in _NUMBER_VALUES):
+        return None
+    return _NUMBER_VALUES[head] + (_NUMBER_VALUES[tail] if tail else 0)
+
+
+def unstated_age(text: str, turn_text: str, previous_other_turn: str = "") -> bool:
+    """True when ``text`` gives someone an age ("is 5 years old", "a 7-year-old", "7 yo",
+    "aged 40", "at age 12") that ``turn_text`` never gives as an age: the turn says no
+    "born" / "birthday", the other side's turn before it (``previous_other_turn``) asks no
+    age ("How old is he?" / "7!"), and the turn never says that number (digits or words) as
+    an age: after "I'm", "is", "'s", "was", "turned", "age" or a comma, optionally with "only",
+    "now", "almost", ..., and not followed by a unit ("I'm 39", "Leo's 7 now!", "she'll be 7
+    next week", "my son, 7, loves trains", "at age fifteen", "his 7th birthday", "39 years
+    old"). "5 years already!" (an answer to "How long have you been married?") became
+    "Melanie is 5 years old now" in 33 of 74 labelled LoCoMo runs, judged entailed by the NLI.
+    Ages of things ("a 100-year-old house") are read as ages too. Typographic apostrophes read
+    as plain ones. Shape: str in, bool out."""
+    ages = {_number_value(next(g for g in m.groups() if g)) for m in _AGE_IN_ENTRY.finditer(text)}
+    ages.discard(None)
+    if not ages:
         return False
-    return not _AGE_IN_TURN.search(turn_text.replace("\u2019", "'"))
+    turn = turn_text.replace("\u2019", "'").replace("\u2018", "'")
+    if _AGE_WORD.search(turn) or _AGE_QUESTION.search(previous_other_turn):
+        return False
+    said = {_number_value(m.group(1)) for m in re.finditer(rf"{_AGE_BEFORE}({_NUM}){_AGE_AFTER}", turn, re.I)}
+    said |= {_number_value(m.group(1)) for m in re.finditer(
+        rf"\b({_NUM})(?:[\s-]+(?:years?|yrs?)[\s-]+old\b|\s*(?:yo|y/o)\b)", turn, re.I)}
+    return not ages <= said
 
 
 def without_reading(text: str) -> Optional[str]:

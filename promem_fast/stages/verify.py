@@ -47,6 +47,7 @@ from ..structured import StructuredOutputError
 from . import screen
 from .extract import (CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, clean_uncut, copies_dialogue_line,
                       half_translated, uncut)
+from .anchor import entry_turns
 from .segment import turn_vectors
 from .state import Entry, PipelineState, clean_text, has_text, norm_key
 
@@ -351,7 +352,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON, PRAISE_REASON)
+            REMARK_REASON, PRAISE_REASON, AGE_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -414,7 +415,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return INFERRED_REASON
     if screen.unstated_kind(text, name, turn.content):
         return KIND_REASON
-    if screen.unstated_age(text, turn.content):
+    if screen.unstated_age(text, turn.content, previous):
         return AGE_REASON
     if screen.placeholder_object(text, name, turn.content):
         return PLACEHOLDER_REASON
@@ -675,7 +676,7 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
     # an entry's turns include the one HV grounded it on (its premise), which the output graph
     # lists among its source turns too: a draft entry citing only D3:10 but verified on D3:5
     # restates another entry of D3:5
-    turns = [set(state.entries[i].source_turn_ids) | ({state.entries[i].ground_turn_id} - {None}) for i in live]
+    turns = [entry_turns(state.entries[i]) for i in live]
 
     def same_sign(r: int, k: int) -> bool:
         # parses both entries' clauses: asked after the cheap checks of each pair
@@ -738,8 +739,8 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 # must hold to stand for it (:func:`stands_for`). Over the pairs that survived dedup in every
 # labelled run (dup_pairs.jsonl line 8, after the regionals fact key was unified): at 0.7,
 # 19 same-fact pairs, 1 distinct pair and 3 that keep a wrong or filler entry over a correct
-# one; at 0.75 (until 3971431), 14, 1 and 3; at 0.8, 5, 1 and 1. The five pairs 0.7 adds
-# hold 5 of 7 words ("Gina's team won first place at a regional at age fifteen" in "..., winning
+# one; at 0.75 (until 3971431), 14, 1 and 3; at 0.8, 5, 1 and 1. The 5 same-fact pairs 0.7
+# adds (and 1 pair of fillers) hold 5 of 7 words ("Gina's team won first place at a regional at age fifteen" in "..., winning
 # first place at a regional at age fifteen": "won" is not "winning") or 7 of 10.
 SAME_TURN_SHARE = 0.7
 
@@ -813,7 +814,9 @@ def _merge(state: PipelineState, i: int, keep_i: int, reason: str) -> None:
     """Discard entry ``i`` as a duplicate of ``keep_i``, which takes its source turns."""
     e, keep = state.entries[i], state.entries[keep_i]
     e.discarded = True
-    keep.source_turn_ids = list(dict.fromkeys(keep.source_turn_ids + e.source_turn_ids))
+    # the dropped entry's grounding turn too: dedup compares entries by both (entry_turns)
+    gained = e.source_turn_ids + ([e.ground_turn_id] if e.ground_turn_id else [])
+    keep.source_turn_ids = list(dict.fromkeys(keep.source_turn_ids + gained))
     state.discard(e.text, "verify", reason)
 
 
