@@ -16,6 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
+    OWNER_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -856,6 +857,32 @@ async def test_a_number_of_the_turn_read_as_an_age_is_discarded():
                                          ("Nora met her partner at a jazz gig in Porto.", ["u1"])])
     assert kept == ["Nora met her partner at a jazz gig in Porto."]
     assert why == {"Nora is 8 years old now.": AGE_REASON}
+
+
+# --- an attribute of a named owner handed to the user --------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, swapped", [
+    ("Nora's crust is perfect.", "Sounds great! Luigi's perfect; it's got the right crunch and crust.", True),
+    ("Nora's support has given her time to study.", "Acme's flexible support policy is great. I can study now.", True),
+    ("Nora's cooking is the best.", "Mom's cooking is the best, I miss it so much.", True),
+    ("Nora's bike is red.", "My bike is red, just like Tom's bike.", False),              # "my bike"
+    ("Nora's Acme support has helped her grow.", "Acme's support has helped me grow.", False),  # names Acme
+    ("Nora's sister is a nurse.", "It's great, my sister is a nurse now.", False),
+    ("Nora's garden is blooming.", "Today's sun made the whole garden bloom.", False),   # "Today's" owns nothing
+    ("Nora's crust is perfect.", "Luigi's place is nice. The crust there is perfect.", False),  # another sentence
+    ("Nora loves Luigi's crust.", "Luigi's crust is perfect.", False),                   # not "<user>'s X is"
+])
+def test_an_attribute_of_a_named_owner_is_not_the_users(entry, turn, swapped):
+    assert screen.owner_swapped(entry, "Nora", turn) is swapped
+
+
+async def test_an_attribute_handed_from_a_named_owner_to_the_user_is_discarded():
+    rows = [("a1", "assistant", "I'm after Luigi's pizza dough for the bakery."),
+            ("u1", "user", "Sounds great! Luigi's perfect; it's got the right crunch and crust. I bake on Sundays.")]
+    kept, why, _ = await screened(rows, [("Nora's crust is perfect.", ["u1"]),
+                                         ("Nora bakes on Sundays.", ["u1"])])
+    assert kept == ["Nora bakes on Sundays."]
+    assert why == {"Nora's crust is perfect.": OWNER_REASON}
 
 
 # --- quoted text -----------------------------------------------------------------------------

@@ -627,6 +627,43 @@ def unstated_age(text: str, turn_text: str, previous_other_turn: str = "") -> bo
     return not ages <= said
 
 
+# "Marley's perfect; it's got the right amount of grip" -> "Gina's grip is perfect": an
+# attribute that the turn gives a named owner ("<Name>'s ...") handed to the user
+_OWNER = re.compile(r"\b[A-Z][\w-]*'s\b")
+
+
+def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``text`` opens "<user>'s <noun> is|are|was|were|has|have|had ..." (at most two
+    words before the noun), the turn never says "my" / "our" before that noun, and a sentence
+    of the turn gives it to a named owner instead: a capitalised "<Name>'s" (not the user,
+    not "It's" / "Today's": :func:`_owned_by_other`; not a name the entry itself says) with
+    the noun after it in that sentence. "Marley's perfect; it's got the right amount of grip and movement" ->
+    "Gina's grip is perfect"; "Oracle's supportive environment ... provides resources" ->
+    "Sarah Garcia's support has provided valuable resources": 4 wrong memories of the labelled
+    runs, no correct one ("Sarah Garcia's Oracle support has been instrumental" names Oracle).
+    Nouns match by their first 4 letters; typographic apostrophes read as plain ones. Shape:
+    str in, bool out."""
+    m = re.match(rf"{re.escape(user_name)}['\u2019]s\s+(?:[\w-]+\s+){{0,2}}?([\w-]+)\s+(?:is|are|was|were|has|have|had)\b",
+                 text.strip())
+    if not user_name or not m:
+        return False
+    stem = re.escape(m.group(1).lower()[:4])
+    turn = turn_text.replace("\u2019", "'")
+    if re.search(rf"\b(?:my|our|mine)\s+(?:[\w-]+\s+){{0,3}}{stem}", turn, re.I):
+        return False
+    names = {w.casefold() for w in _TOKEN.findall(user_name)}
+    low = text.lower()
+    for sent in _SENTENCE_END.split(turn):
+        for o in _OWNER.finditer(sent):
+            token = o.group(0).lower()
+            # not "It's" / "Today's" / the user's own name, nor an owner the entry names itself
+            if not _owned_by_other(token, names) or re.search(rf"\b{re.escape(token[:-2])}\b", low):
+                continue
+            if re.search(rf"\b{stem}", sent[o.end():], re.I):
+                return True
+    return False
+
+
 def without_reading(text: str) -> Optional[str]:
     """``text`` cut before its added reading (:func:`inferred`), or None when it has none or
     nothing of 3+ words is left: "Nora restored an old boat, implying she is patient." ->

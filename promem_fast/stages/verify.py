@@ -68,6 +68,7 @@ ADDRESSED_REASON = "speaks to someone ('you', 'your'): a copied line of the dial
 REMARK_REASON = "stated only in a remark on the other speaker's news from the turn before (no 'I' in it): their news, not the user's"
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
+OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
@@ -352,7 +353,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON, PRAISE_REASON, AGE_REASON)
+            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -396,6 +397,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return URGED_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
+    if screen.owner_swapped(text, name, turn.content):
+        return OWNER_REASON
     if screen.said_of_it(text, name, turn.content):
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
