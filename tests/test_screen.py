@@ -845,6 +845,14 @@ async def test_a_compound_keeps_its_stated_clause_when_the_other_files_an_unstat
     ("Nora is 60 years old.", "I\u2018m 60 this year!", "", False),          # typographic apostrophes
     ("Nora is 39 years old.", "I was born in 1986.", "", False),             # born: the age is given
     ("Nora has been married for 8 years.", "8 years already!", "", False),   # no age in the entry
+    ("Nora is 30 years old.", "We're both 30 and still dancing!", "", False),
+    ("Nora won the final at age 15.", "At 15 I won the final.", "", False),
+    ("Nora is twenty five years old.", "I'm 25 as of June.", "", False),    # "twenty five" is 25, not 5
+    ("Nora is 30 years old.", "I'm 30 as well!", "", False),
+    ("Nora's son Leo is 7 years old.", "Leo (7) loves trains.", "", False),
+    ("Nora is 40 years old.", "I'm hitting 40 next month.", "", False),
+    ("Nora likes a whisky aged 12 years.", "I like a whisky aged 12 years.", "", False),  # not a person's age
+    ("Nora is 12 years old.", "I like a whisky aged 12 years.", "", True),
 ])
 def test_an_age_the_turn_never_gives_is_unstated(entry, turn, before, unstated):
     assert screen.unstated_age(entry, turn, before) is unstated
@@ -871,6 +879,10 @@ async def test_a_number_of_the_turn_read_as_an_age_is_discarded():
     ("Nora's garden is blooming.", "Today's sun made the whole garden bloom.", False),   # "Today's" owns nothing
     ("Nora's crust is perfect.", "Luigi's place is nice. The crust there is perfect.", False),  # another sentence
     ("Nora loves Luigi's crust.", "Luigi's crust is perfect.", False),                   # not "<user>'s X is"
+    ("Nora's garden is lovely.", "Tom's here and the garden is lovely.", False),        # not Tom's garden
+    ("Nora's dog is sick.", "School's out and the dog is sick.", False),
+    ("Nora's support has helped her.", "Ana's supper was lovely; my support network helped.", False),  # "supper"
+    ("Nora's cooking is better.", "Tom's cooking is great, but Nora's cooking is better.", False),
 ])
 def test_an_attribute_of_a_named_owner_is_not_the_users(entry, turn, swapped):
     assert screen.owner_swapped(entry, "Nora", turn) is swapped

@@ -576,17 +576,20 @@ _NUMBER_VALUES = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen".split())}
 _NUMBER_VALUES.update({w: 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
-_NUM = r"(?:\d+|(?:" + "|".join(sorted(_NUMBER_VALUES, key=len, reverse=True)) + r")(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)"
+_NUM = (r"(?:\d+|(?:" + "|".join(sorted(_NUMBER_VALUES, key=len, reverse=True))
+        + r")(?:[\s-](?:one|two|three|four|five|six|seven|eight|nine)\b)?)")
 _AGE_IN_ENTRY = re.compile(
     rf"\b(?P<a>{_NUM})(?:\s+and\s+a\s+half)?[\s-]+(?:years?|yrs?)[\s-]+old\b|\b(?P<b>{_NUM})\s*(?:yo|y/o|yrs? old)\b|"
-    rf"\b(?:aged?|age of|ages)\s+(?P<c>{_NUM})\b", re.I)
+    # "aged 12 years" (a whisky) is not an age; "aged 40" is
+    rf"\b(?:aged?|age of|ages)\s+(?P<c>{_NUM})\b(?!\s+(?:years?|months?|weeks?|days?)\b(?!\s+old))", re.I)
 # the number said as an age: after "I'm" / "is" / "'s" / "turned" / "age" ... (an adverb may come
 # between) and not followed by a unit ("5 years already", "at 8 pm", "20 dollars")
-_AGE_BEFORE = (r"(?:\bi'?m|\bi am|'s|\bis|\bare|\bwas|\bwere|\bbe|\bturn(?:s|ed|ing)?|\bage|\baged|\bages|"
-               r"\bhits?|\bhit|,)\s+(?:(?:only|now|almost|just|nearly|about|barely|already|finally|going to be|"
-               r"gonna be)\s+)?")
-_AGE_AFTER = (r"(?=\s*(?:$|[.!?,;:)\]]|\s(?:now|today|tomorrow|already|next|this|soon|in|on|and|but|so|"
-              r"years? old|yrs? old|yo|y/o)\b)|(?:st|nd|rd|th)\s+birthday|-year-old|\s*yo\b)")
+_AGE_BEFORE = (r"(?:\bi'?m|\bi am|'s|'re|\bis|\bare|\bwas|\bwere|\bbe|\bturn(?:s|ed|ing)?|\bage|\baged|\bages|"
+               r"\bhit(?:s|ting)?|\bat|,|\()\s*(?:(?:both|only|now|almost|just|nearly|about|barely|already|finally|"
+               r"going to be|gonna be)\s+)?")
+_AGE_AFTER = (r"(?=\s*(?:$|[.!?,;:)\]]|\s(?:now|today|tomorrow|already|next|this|soon|in|on|and|or|but|so|too|"
+              r"as|again|i|we|he|she|they|years? old|yrs? old|yrs|yo|y/o)\b)|(?:st|nd|rd|th)\s+birthday|"
+              r"-year-old|\s*yo\b)")
 _AGE_QUESTION = re.compile(r"\bhow old\b|\bage\b|\bbirthday\b|\bborn\b", re.I)
 _AGE_WORD = re.compile(r"\bborn\b|\bbirthdays?\b", re.I)
 
@@ -596,7 +599,7 @@ def _number_value(word: str) -> Optional[int]:
     w = word.lower()
     if w.isdigit():
         return int(w)
-    head, _, tail = w.partition("-")
+    head, _, tail = w.replace(" ", "-").partition("-")
     if head not in _NUMBER_VALUES or (tail and tail not in _NUMBER_VALUES):
         return None
     return _NUMBER_VALUES[head] + (_NUMBER_VALUES[tail] if tail else 0)
@@ -637,21 +640,24 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
     words before the noun), the turn never says "my" / "our" before that noun, and a sentence
     of the turn gives it to a named owner instead: a capitalised "<Name>'s" (not the user,
     not "It's" / "Today's": :func:`_owned_by_other`; not a name the entry itself says) with
-    the noun after it in that sentence. "Marley's perfect; it's got the right amount of grip and movement" ->
+    the noun at most two words after it, or after "it" / "its" later in that sentence. "Marley's perfect; it's got the right amount of grip and movement" ->
     "Gina's grip is perfect"; "Oracle's supportive environment ... provides resources" ->
     "Sarah Garcia's support has provided valuable resources": 4 wrong memories of the labelled
     runs, no correct one ("Sarah Garcia's Oracle support has been instrumental" names Oracle).
-    Nouns match by their first 4 letters; typographic apostrophes read as plain ones. Shape:
-    str in, bool out."""
+    The noun matches as a whole word with up to 3 more letters ("support" / "supportive");
+    typographic apostrophes read as plain ones. Shape: str in, bool out."""
     m = re.match(rf"{re.escape(user_name)}['\u2019]s\s+(?:[\w-]+\s+){{0,2}}?([\w-]+)\s+(?:is|are|was|were|has|have|had)\b",
                  text.strip())
     if not user_name or not m:
         return False
-    stem = re.escape(m.group(1).lower()[:4])
+    # the noun as a whole word with a short ending ("support" / "supportive", not "supper")
+    noun = re.escape(m.group(1).lower()) + r"\w{0,3}\b"
     turn = turn_text.replace("\u2019", "'")
-    if re.search(rf"\b(?:my|our|mine)\s+(?:[\w-]+\s+){{0,3}}{stem}", turn, re.I):
+    if re.search(rf"\b(?:my|our|mine)\s+(?:[\w-]+\s+){{0,3}}{noun}", turn, re.I):
         return False
     names = {w.casefold() for w in _TOKEN.findall(user_name)}
+    if any(re.search(rf"\b{re.escape(n)}'s\s+(?:[\w-]+\s+){{0,2}}{noun}", turn, re.I) for n in names):
+        return False  # the turn gives it to the user by name too
     low = text.lower()
     for sent in _SENTENCE_END.split(turn):
         for o in _OWNER.finditer(sent):
@@ -659,7 +665,10 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
             # not "It's" / "Today's" / the user's own name, nor an owner the entry names itself
             if not _owned_by_other(token, names) or re.search(rf"\b{re.escape(token[:-2])}\b", low):
                 continue
-            if re.search(rf"\b{stem}", sent[o.end():], re.I):
+            # the owner's noun: right after "<Name>'s" ("Oracle's supportive environment"), or
+            # after "it" / "its" in the same sentence ("Marley's perfect; it's got ... grip")
+            if re.match(rf"\s+(?:[\w-]+\s+){{0,2}}{noun}", sent[o.end():], re.I) or \
+                    re.search(rf"\bit(?:'s|s| has| had)?\s+(?:[\w-]+\s+){{0,7}}{noun}", sent[o.end():], re.I):
                 return True
     return False
 
