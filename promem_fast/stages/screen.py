@@ -590,6 +590,9 @@ _AGE_BEFORE = (r"(?:\bi'?m|\bi am|'s|'re|\bis|\bare|\bwas|\bwere|\bbe|\bturn(?:s
 _AGE_AFTER = (r"(?=\s*(?:$|[.!?,;:)\]]|\s(?:now|today|tomorrow|already|next|this|soon|in|on|and|or|but|so|too|"
               r"as|again|i|we|he|she|they|years? old|yrs? old|yrs|yo|y/o)\b)|(?:st|nd|rd|th)\s+birthday|"
               r"-year-old|\s*yo\b)")
+# the turn's ways of saying a number as an age, compiled once: screen reads every entry
+_AGE_SAID = re.compile(rf"{_AGE_BEFORE}({_NUM}){_AGE_AFTER}", re.I)
+_AGE_SAID_OLD = re.compile(rf"\b({_NUM})(?:[\s-]+(?:years?|yrs?)[\s-]+old\b|\s*(?:yo|y/o)\b)", re.I)
 _AGE_QUESTION = re.compile(r"\bhow old\b|\bage\b|\bbirthday\b|\bborn\b", re.I)
 _AGE_WORD = re.compile(r"\bborn\b|\bbirthdays?\b", re.I)
 
@@ -624,9 +627,7 @@ def unstated_age(text: str, turn_text: str, previous_other_turn: str = "") -> bo
     turn = turn_text.replace("\u2019", "'").replace("\u2018", "'")
     if _AGE_WORD.search(turn) or _AGE_QUESTION.search(previous_other_turn):
         return False
-    said = {_number_value(m.group(1)) for m in re.finditer(rf"{_AGE_BEFORE}({_NUM}){_AGE_AFTER}", turn, re.I)}
-    said |= {_number_value(m.group(1)) for m in re.finditer(
-        rf"\b({_NUM})(?:[\s-]+(?:years?|yrs?)[\s-]+old\b|\s*(?:yo|y/o)\b)", turn, re.I)}
+    said = {_number_value(m.group(1)) for pat in (_AGE_SAID, _AGE_SAID_OLD) for m in pat.finditer(turn)}
     return not ages <= said
 
 
@@ -640,8 +641,9 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
     words before the noun), the turn never says "my" / "our" before that noun, and a sentence
     of the turn gives it to a named owner instead: a capitalised "<Name>'s" (not the user,
     not "It's" / "Today's": :func:`_owned_by_other`; not a name the entry itself says) with
-    the noun at most two words after it, or after "it" / "its" later in that sentence. "Marley's perfect; it's got the right amount of grip and movement" ->
-    "Gina's grip is perfect"; "Oracle's supportive environment ... provides resources" ->
+    the noun at most two words after it, or after "it" / "its" later in that sentence.
+    "Marley's perfect; it's got the right amount of grip and movement" -> "Gina's grip is
+    perfect"; "Oracle's supportive environment ... provides resources" ->
     "Sarah Garcia's support has provided valuable resources": 4 wrong memories of the labelled
     runs, no correct one ("Sarah Garcia's Oracle support has been instrumental" names Oracle).
     The noun matches as a whole word with up to 3 more letters ("support" / "supportive");

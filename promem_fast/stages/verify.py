@@ -743,8 +743,9 @@ async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
 # labelled run (dup_pairs.jsonl line 8, after the regionals fact key was unified): at 0.7,
 # 19 same-fact pairs, 1 distinct pair and 3 that keep a wrong or filler entry over a correct
 # one; at 0.75 (until 3971431), 14, 1 and 3; at 0.8, 5, 1 and 1. The 5 same-fact pairs 0.7
-# adds (and 1 pair of fillers) hold 5 of 7 words ("Gina's team won first place at a regional at age fifteen" in "..., winning
-# first place at a regional at age fifteen": "won" is not "winning") or 7 of 10.
+# adds (and 1 pair of fillers) hold 5 of 7 words ("Gina's team won first place at a regional
+# at age fifteen" in "..., winning first place at a regional at age fifteen": "won" is not
+# "winning") or 7 of 10.
 SAME_TURN_SHARE = 0.7
 
 
