@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
-    OWNER_REASON,
+    OWNER_REASON, PHRASE_REASON, SPLICE_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -895,6 +895,77 @@ async def test_an_attribute_handed_from_a_named_owner_to_the_user_is_discarded()
                                          ("Nora bakes on Sundays.", ["u1"])])
     assert kept == ["Nora bakes on Sundays."]
     assert why == {"Nora's crust is perfect.": OWNER_REASON}
+
+
+# --- a phrase of the other speaker's turn pinned on the user ------------------------------------
+
+USER_TURNS = ["I think it's vital to keep talking about grief and loss. People have been so warm to me.",
+              "Yes, I'll keep writing my column every Sunday."]
+
+
+@pytest.mark.parametrize("entry, other, copied", [
+    # the reply's words, one of them ("build") never the user's
+    ("Nora thinks it is vital to build warmth, trust, and courage.",
+     "Your column helps build warmth, trust, and courage in people.", True),
+    ("Nora writes a column to help readers heal after loss and grief.",
+     "Your words help readers heal after loss and grief, Nora.", True),
+    # the user's own words, in the other's order ("grief and loss" / "loss and grief")
+    ("Nora keeps talking about loss and grief.", "So brave to keep talking about loss and grief!", False),
+    # three words in a row are not a phrase
+    ("Nora writes a weekly column.", "A weekly column is a big job.", False),
+    # names do not count as content words ("Nora" is the user, "Kai" the other speaker)
+    ("Nora keeps writing to Kai Okafor daily.", "Thanks for writing to Kai Okafor daily!", False),
+    # a phrase the user says too
+    ("Nora keeps writing her column every Sunday.", "So you keep writing your column every Sunday?", False),
+])
+def test_a_phrase_of_the_other_turn_that_the_user_never_says(entry, other, copied):
+    assert screen.phrase_from_other(entry, "Nora", USER_TURNS, [other], ["Kai"]) is copied
+
+
+def test_a_phrase_counts_only_from_a_turn_the_entry_cites():
+    entry = "Nora thinks it is vital to build warmth, trust, and courage."
+    assert not screen.phrase_from_other(entry, "Nora", USER_TURNS, [], ["Kai"])
+
+
+async def test_a_phrase_of_the_cited_reply_is_discarded():
+    rows = [("u1", "user", "I write a column about grief for lonely readers. People have been so warm to me."),
+            ("a1", "assistant", "Your column about grief helps lonely readers heal. Thank you!"),
+            ("u2", "user", "Thanks! I write it every Sunday for the Harbour Times.")]
+    copied = "Nora's column about grief helps lonely readers heal."
+    kept, why, _ = await screened(rows, [(copied, ["u1", "a1"]),
+                                         ("Nora writes a column every Sunday for the Harbour Times.", ["u2"])])
+    assert kept == ["Nora writes a column every Sunday for the Harbour Times."]
+    assert why == {copied: PHRASE_REASON}
+
+
+# --- a place spliced in from another sentence of the turn ---------------------------------------
+
+@pytest.mark.parametrize("entry, turn, spliced", [
+    ("Nora adopted a grey kitten in Lisbon last week.",
+     "I adopted a grey kitten last week! Also, I flew to Lisbon on Monday.", True),
+    ("Nora bought a vintage camera at Porto.",
+     "Guess what, I bought a vintage camera. We spent the weekend at Porto, too.", True),
+    # the place's sentence goes on about the same event
+    ("Nora went to a jazz concert in Boston.", "I went to a jazz concert! It was in Boston and the band rocked.", False),
+    # the place's sentence shares a word of the claim
+    ("Nora adopted a grey kitten in Lisbon.", "I adopted a grey kitten. I found the kitten in Lisbon!", False),
+    # one sentence says both
+    ("Nora bought a camera in Porto.", "I bought a camera in Porto. It was cheap.", False),
+    # a month or weekday, not a place; a speaker's name
+    ("Nora adopted a grey kitten in May.", "I adopted a grey kitten. I moved in May.", False),
+    ("Nora adopted a grey kitten to Kai.", "I adopted a grey kitten. I wrote to Kai.", False),
+])
+def test_a_place_from_another_sentence_of_the_turn(entry, turn, spliced):
+    assert screen.spliced_place(entry, "Nora", turn, ["Kai"]) is spliced
+
+
+async def test_a_place_spliced_in_from_another_sentence_is_discarded():
+    rows = [("a1", "assistant", "How was your week?"),
+            ("u1", "user", "I adopted a grey kitten last week! Also, I flew to Lisbon on Monday.")]
+    kept, why, _ = await screened(rows, [("Nora adopted a grey kitten in Lisbon last week.", ["u1"]),
+                                         ("Nora flew to Lisbon on Monday.", ["u1"])])
+    assert kept == ["Nora flew to Lisbon on Monday."]
+    assert why == {"Nora adopted a grey kitten in Lisbon last week.": SPLICE_REASON}
 
 
 # --- quoted text -----------------------------------------------------------------------------

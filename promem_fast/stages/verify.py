@@ -68,6 +68,8 @@ ADDRESSED_REASON = "speaks to someone ('you', 'your'): a copied line of the dial
 REMARK_REASON = "stated only in a remark on the other speaker's news from the turn before (no 'I' in it): their news, not the user's"
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
+PHRASE_REASON = "copies a phrase of the other speaker's turn it cites that no user turn says: their words, not the user's"
+SPLICE_REASON = "puts what one sentence of the turn says in a place that only another sentence of it names"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
@@ -353,7 +355,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON)
+            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON, SPLICE_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -420,6 +422,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return KIND_REASON
     if screen.unstated_age(text, turn.content, previous):
         return AGE_REASON
+    if screen.spliced_place(text, name, turn.content, others):
+        return SPLICE_REASON
     if screen.placeholder_object(text, name, turn.content):
         return PLACEHOLDER_REASON
     if screen.said_to_other(text, name, turn.content):
@@ -432,12 +436,18 @@ def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict
     """:data:`CITED_OTHER_REASON` when a non-user turn among the entry's source turns states
     ``text`` (default: the entry's text; an atomic fact of it when the entry was split)
     better than ``premise`` and the entry's user source turns
-    (:func:`.screen.cited_other_states_better`)."""
+    (:func:`.screen.cited_other_states_better`); :data:`PHRASE_REASON` when ``text`` copies
+    a phrase of such a turn that no user turn says (:func:`.screen.phrase_from_other`)."""
     cited = [turn_by_id[t] for t in e.source_turn_ids if t in turn_by_id]
     users = [premise.content] + [t.content for t in cited if t.role == "user" and t.turn_id != premise.turn_id]
     other = [t.content for t in cited if t.role != "user"]
-    hit = screen.cited_other_states_better(e.text if text is None else text, state.user_name, users, other)
-    return CITED_OTHER_REASON if hit else None
+    text = e.text if text is None else text
+    if screen.cited_other_states_better(text, state.user_name, users, other):
+        return CITED_OTHER_REASON
+    if screen.phrase_from_other(text, state.user_name, [t.content for t in state.user_text_turns], other,
+                                state.other_speakers):
+        return PHRASE_REASON
+    return None
 
 
 def _other_beside(state: PipelineState, turn: Turn, step: int) -> str:
