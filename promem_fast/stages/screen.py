@@ -697,72 +697,28 @@ def phrase_from_other(text: str, user_name: str, user_turns: Sequence[str], cite
     using your voice to create love, acceptance, and hope" -> "User felt it was important to
     create love, acceptance, and hope". Words are compared lower-cased, punctuation set
     aside. ``user_turns``: every user turn of the session (a phrase the user says anywhere
-    is theirs too). False for an entry that cites no other turn. Replay over the 1,325
-    labelled ``promem`` memories with their cited turns: 5 wrong flagged, no correct one, no
-    filler (with 3 words in a row: 1 correct flagged, "using social media channels").
-    Shapes: str and lists of str in, bool out."""
+    is theirs too). False for an entry that cites no other turn. Replay over the 1,327
+    labelled ``promem`` memories with their cited turns (``benchmarks/screen_replay.py``): 5
+    wrong flagged, no correct one, no filler, none of LoCoMo's 347 dev observations (with 3
+    words in a row: 1 correct flagged, "using social media channels"). A question of the other side counts as their words too
+    ("Did you enjoy the jazz night at Blue Note?"): an entry that restates a question as a
+    fact is theirs. Shapes: ``text`` and ``user_name`` str, the others sequences of str; bool
+    out."""
     if not cited_other_turns:
         return False
-    names = _name_words(user_name) | {w for o in others for w in content_words(o)}
+    # the runs the entry shares with the cited turns first: mostly none, and the user turns
+    # (a HaluMem session holds ~30 long ones) are read only when there is one
+    shared = _word_runs(text, PHRASE_WORDS) & set().union(*(_word_runs(t, PHRASE_WORDS) for t in cited_other_turns))
+    if not shared:
+        return False
     said = set().union(*(_word_runs(t, PHRASE_WORDS) for t in user_turns)) if user_turns else set()
-    theirs = set().union(*(_word_runs(t, PHRASE_WORDS) for t in cited_other_turns))
     said_low = " ".join(user_turns).replace("\u2019", "'").lower()
-    for run in _word_runs(text, PHRASE_WORDS):
-        if run not in theirs or run in said:
-            continue
+    names = _name_words(user_name) | {w.lower() for o in others for w in _PHRASE_TOKEN.findall(o)}
+    for run in shared - said:
         words = [w for w in content_words(" ".join(run)) if w not in names]
         # one of its words the user never says: not the user's own words in the other's order
         if len(words) >= PHRASE_CONTENT and not all(word_in(w, said_low, pair_share=PAIR_SHARE) for w in words):
             return True
-    return False
-
-
-_CALENDAR_WORDS = frozenset((_MONTHS + " " + _WEEKDAYS).split())
-_PLACE_AFTER = re.compile(r"\b(?:in|at|to|from|near)\s+([A-Z][\w-]+)")
-# a share of the entry's words before the place: at most this in the place's sentences,
-# at least SPLICE_ELSEWHERE in one other sentence of the turn
-SPLICE_ELSEWHERE = 0.8
-
-
-def spliced_place(text: str, user_name: str, turn_text: str, others: Sequence[str] = ()) -> bool:
-    """True when ``text`` puts what one sentence of the turn says in a place that only another
-    sentence names: for a capitalised name after "in" / "at" / "to" / "from" / "near" in the
-    entry (not a speaker's name, month or weekday) that the turn says, the turn's sentences
-    with that name tell an event of their own (a first-person word: "I've been to Paris", not
-    "It was in Boston"), none of the entry's content words before the name
-    (:func:`predicate_words`) is in them, and one other sentence holds at least
-    :data:`SPLICE_ELSEWHERE` of those words. The 1.5B re-read joins
-    two sentences of one turn: "I even found a place with great natural light! Oh, I've
-    been to Paris yesterday!" -> "User found a place with great natural light in Paris
-    yesterday". Replay over the 1,325 labelled ``promem`` memories: 2 wrong flagged (that
-    entry, twice), no correct one ("... as a manager at Oracle", whose words the sentence with
-    Oracle partly says, passes). Words match as in :func:`support`. Shapes: str in, bool out."""
-    turn = turn_text.replace("\u2019", "'")
-    sentences = [s for s in _SENTENCE_END.split(turn) if s.strip()]
-    if len(sentences) < 2:
-        return False
-    speakers = _name_words(user_name) | {w for o in others for w in content_words(o)}
-    for m in _PLACE_AFTER.finditer(text):
-        place = m.group(1)
-        if place.lower() in speakers or place.lower() in _CALENDAR_WORDS:
-            continue
-        with_place = [s for s in sentences if re.search(rf"\b{re.escape(place)}\b", s)]
-        # the place's sentence tells an event of its own ("I've been to Paris"), not more of
-        # the same one ("It was in Boston")
-        if not with_place or len(with_place) == len(sentences) or not any(map(speaks_of_self, with_place)):
-            continue
-        before = predicate_words(text[:m.start()], user_name)
-        if not before:
-            continue
-        near = " ".join(with_place).lower()
-        if any(word_in(w, near, pair_share=PAIR_SHARE) for w in before):
-            continue
-        for s in sentences:
-            if s in with_place:
-                continue
-            low = s.lower()
-            if sum(word_in(w, low, pair_share=PAIR_SHARE) for w in before) >= SPLICE_ELSEWHERE * len(before):
-                return True
     return False
 
 

@@ -69,7 +69,6 @@ REMARK_REASON = "stated only in a remark on the other speaker's news from the tu
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 PHRASE_REASON = "copies a phrase of the other speaker's turn it cites that no user turn says: their words, not the user's"
-SPLICE_REASON = "puts what one sentence of the turn says in a place that only another sentence of it names"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
@@ -355,7 +354,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON, SPLICE_REASON)
+            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -422,8 +421,6 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return KIND_REASON
     if screen.unstated_age(text, turn.content, previous):
         return AGE_REASON
-    if screen.spliced_place(text, name, turn.content, others):
-        return SPLICE_REASON
     if screen.placeholder_object(text, name, turn.content):
         return PLACEHOLDER_REASON
     if screen.said_to_other(text, name, turn.content):

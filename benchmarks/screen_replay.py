@@ -1,0 +1,161 @@
+"""Would an HV screen rule drop correct memories? A replay over the labelled runs, no LLM.
+
+Reads every ``benchmarks/results/artifacts/precision_*/*-promem.jsonl`` graph, every
+``benchmarks/review/*/labels.jsonl`` (the latest label of a session's memory text wins) and
+the sessions of ``--data`` (``../shared/data``: LoCoMo once per speaker, HaluMem user3). Each
+kept, labelled memory is counted once per distinct (session, text, source turns) and put to
+the rule with the turns the graph gives it: its premise turn (the NLI premise), the other
+speaker's turn before that, the turns it cites and every user turn of its session. With
+``--observations``, the rule is also put to LoCoMo's gold observations of ``--data``, each
+with its evidence turn as premise and the other speaker's turns beside it as cited: how
+many true, human-written memories would it drop?
+
+Prints one JSON line: the rule, memories read, flagged memories by label, flagged
+observations; ``-v`` lists what it flags.
+
+    python benchmarks/screen_replay.py --rule phrase_from_other --observations \
+        --append benchmarks/results/screen_replay.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def _rules() -> dict:
+    """Rule name -> f(memory dict) -> bool; the memory dict as :func:`memories` builds it."""
+    from promem_fast.stages import screen
+
+    return {
+        "phrase_from_other": lambda m: screen.phrase_from_other(
+            m["text"], m["user"], m["user_turns"], m["cited_other"], m["others"]),
+        "owner_swapped": lambda m: bool(m["turn"]) and screen.owner_swapped(m["text"], m["user"], m["turn"]),
+        "unstated_age": lambda m: bool(m["turn"]) and screen.unstated_age(m["text"], m["turn"], m["previous"]),
+    }
+
+
+def _sessions(data: Path) -> dict:
+    from promem_fast.io import load_sessions
+
+    out = {}
+    locomo, halumem = data / "locomo_dev.json", data / "halumem_dev_user3.jsonl"
+    if not locomo.is_file() or not halumem.is_file():
+        raise SystemExit(f"--data {data}: needs locomo_dev.json and halumem_dev_user3.jsonl")
+    for sp in ("speaker_a", "speaker_b"):
+        for s in load_sessions(locomo, "locomo", user_speaker=sp):
+            out[f"{s.session_id}@{s.user_name}"] = s
+    for s in load_sessions(halumem, "halumem"):
+        out[s.session_id] = s
+    return out
+
+
+def memories(data: Path) -> list[dict]:
+    """Every kept, labelled ``promem`` memory of the stored graphs, once per (session, text,
+    source turns), with its label and turns."""
+    from dup_pairs import all_labels
+    from promem_fast.eval.precision import label_key
+
+    labels, sessions, out = all_labels(), _sessions(data), {}
+    for f in sorted(glob.glob(str(ROOT / "benchmarks/results/artifacts/precision_*/*-promem.jsonl"))):
+        for line in open(f, encoding="utf-8"):
+            g = json.loads(line)
+            s = sessions.get(g["session_id"])
+            if s is None:
+                continue
+            turns = {t.turn_id: t for t in s.turns}
+            order = [t.turn_id for t in s.turns]
+            for e in g["events"]:
+                k = label_key(g["session_id"], e["text"])
+                kk = (k, tuple(e["source_turn_ids"]))
+                if e["status"] == "discarded" or k not in labels or kk in out:
+                    continue
+                pt = (e.get("nli") or [{}])[0].get("premise_turn_id")
+                i = order.index(pt) if pt in turns else -1
+                prev = s.turns[i - 1] if i > 0 else None
+                out[kk] = {
+                    "session_id": g["session_id"], "text": e["text"], "label": labels[k]["label"],
+                    "user": g["user_name"], "others": [t.speaker for t in s.turns if t.role != "user" and t.speaker][:1],
+                    "turn": turns[pt].content if pt in turns else "",
+                    "previous": prev.content if prev is not None and prev.role != "user" else "",
+                    "cited_other": [turns[t].content for t in e["source_turn_ids"] if t in turns and turns[t].role != "user"],
+                    "user_turns": [t.content for t in s.turns if t.role == "user"],
+                }
+    return list(out.values())
+
+
+def observations(data: Path) -> list[dict]:
+    """LoCoMo's gold observations of ``data`` as memory dicts: premise = the evidence turn,
+    cited = the other speaker's turns right before and after it."""
+    conv_all = json.loads((data / "locomo_dev.json").read_text(encoding="utf-8"))
+    out = []
+    for x in conv_all:
+        conv = x["conversation"]
+        names = [conv["speaker_a"], conv["speaker_b"]]
+        turns, order = {}, []
+        for k, v in conv.items():
+            if k.startswith("session_") and isinstance(v, list):
+                for t in v:
+                    turns[t["dia_id"]] = t
+                    order.append(t["dia_id"])
+        for obs in x["observation"].values():
+            for sp, items in obs.items():
+                users = [t["text"] for t in turns.values() if t["speaker"] == sp]
+                for text, ev in items:
+                    for e in (ev if isinstance(ev, list) else [ev]):
+                        if e not in turns or turns[e]["speaker"] != sp:
+                            continue
+                        i = order.index(e)
+                        beside = [turns[order[j]]["text"] for j in (i - 1, i + 1)
+                                  if 0 <= j < len(order) and turns[order[j]]["speaker"] != sp]
+                        prev = turns[order[i - 1]] if i > 0 else None
+                        out.append({"session_id": x["sample_id"], "text": text, "label": "observation", "user": sp,
+                                    "others": [n for n in names if n != sp], "turn": turns[e]["text"],
+                                    "previous": prev["text"] if prev and prev["speaker"] != sp else "",
+                                    "cited_other": beside, "user_turns": users})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rule", required=True, help="one of: phrase_from_other, owner_swapped, unstated_age")
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--observations", action="store_true", help="also replay LoCoMo's gold observations")
+    ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list what the rule flags")
+    args = ap.parse_args()
+    rules = _rules()
+    if args.rule not in rules:
+        ap.error(f"--rule: expected one of {sorted(rules)}, got {args.rule!r}")
+    from promem_fast.results_log import append_line, run_fields
+
+    rule = rules[args.rule]
+    mems = memories(args.data)
+    hits = [m for m in mems if rule(m)]
+    line = {"benchmark": "screen_replay", "rule": args.rule, **run_fields(), "memories": len(mems),
+            "by_label": dict(collections.Counter(m["label"] for m in mems)),
+            "flagged": dict(collections.Counter(m["label"] for m in hits))}
+    if args.observations:
+        obs = observations(args.data)
+        flagged = [o for o in obs if rule(o)]
+        line.update(observations=len(obs), observations_flagged=len(flagged))
+        hits += flagged
+    if args.verbose:
+        for m in hits:
+            print(f"{m['label']}\t{m['session_id']}\t{m['text']}", file=sys.stderr)
+    print(json.dumps(line))
+    if args.append:
+        append_line(args.append, line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
