@@ -5,7 +5,8 @@ Reads every ``benchmarks/results/artifacts/precision_*/*-promem.jsonl`` graph, e
 the sessions of ``--data`` (``../shared/data``: LoCoMo once per speaker, HaluMem user3). Each
 kept, labelled memory is counted once per distinct (session, text, source turns) and put to
 the rule with the turns the graph gives it: its premise turn (the NLI premise), the other
-speaker's turn before that, the turns it cites and every user turn of its session. With
+speaker's turns right before and after that (the reply), the turns it cites and every user
+turn of its session. With
 ``--observations``, the rule is also put to LoCoMo's gold observations of ``--data``, each
 with its evidence turn as premise and the other speaker's turns beside it as cited: how
 many true, human-written memories would it drop?
@@ -37,7 +38,7 @@ def _rules() -> dict:
 
     return {
         "phrase_from_other": lambda m: screen.phrase_from_other(
-            m["text"], m["user"], m["user_turns"], m["cited_other"], m["others"]),
+            m["text"], m["user"], m["user_turns"], m["cited_other"], m["others"], m["reply"]),
         "owner_swapped": lambda m: bool(m["turn"]) and screen.owner_swapped(m["text"], m["user"], m["turn"]),
         "unstated_age": lambda m: bool(m["turn"]) and screen.unstated_age(m["text"], m["turn"], m["previous"]),
     }
@@ -81,11 +82,13 @@ def memories(data: Path) -> list[dict]:
                 pt = (e.get("nli") or [{}])[0].get("premise_turn_id")
                 i = order.index(pt) if pt in turns else -1
                 prev = s.turns[i - 1] if i > 0 else None
+                nxt = s.turns[i + 1] if 0 <= i < len(order) - 1 else None
                 out[kk] = {
                     "session_id": g["session_id"], "text": e["text"], "label": labels[k]["label"],
                     "user": g["user_name"], "others": [t.speaker for t in s.turns if t.role != "user" and t.speaker][:1],
                     "turn": turns[pt].content if pt in turns else "",
                     "previous": prev.content if prev is not None and prev.role != "user" else "",
+                    "reply": nxt.content if nxt is not None and nxt.role != "user" else "",
                     "cited_other": [turns[t].content for t in e["source_turn_ids"] if t in turns and turns[t].role != "user"],
                     "user_turns": [t.content for t in s.turns if t.role == "user"],
                 }
@@ -117,9 +120,11 @@ def observations(data: Path) -> list[dict]:
                         beside = [turns[order[j]]["text"] for j in (i - 1, i + 1)
                                   if 0 <= j < len(order) and turns[order[j]]["speaker"] != sp]
                         prev = turns[order[i - 1]] if i > 0 else None
+                        nxt = turns[order[i + 1]] if i + 1 < len(order) else None
                         out.append({"session_id": x["sample_id"], "text": text, "label": "observation", "user": sp,
                                     "others": [n for n in names if n != sp], "turn": turns[e]["text"],
                                     "previous": prev["text"] if prev and prev["speaker"] != sp else "",
+                                    "reply": nxt["text"] if nxt and nxt["speaker"] != sp else "",
                                     "cited_other": beside, "user_turns": users})
     return out
 

@@ -926,9 +926,34 @@ def test_a_phrase_of_the_other_turn_that_the_user_never_says(entry, other, copie
     assert screen.phrase_from_other(entry, "Nora", USER_TURNS, [other], ["Kai"]) is copied
 
 
-def test_a_phrase_counts_only_from_a_turn_the_entry_cites():
+def test_a_phrase_counts_only_from_a_turn_the_entry_cites_or_the_reply():
     entry = "Nora thinks it is vital to build warmth, trust, and courage."
+    reply = "Your column helps build warmth, trust, and courage in people."
     assert not screen.phrase_from_other(entry, "Nora", USER_TURNS, [], ["Kai"])
+    assert screen.phrase_from_other(entry, "Nora", USER_TURNS, [], ["Kai"], reply)
+
+
+@pytest.mark.parametrize("entry, reply", [
+    # a reply repeats the user's news with its names, dates and numbers: not the other's words
+    ("Nora went to the Harbour Book Fair on Jan 03, 2029.", "You went to the Harbour Book Fair on Jan 03, 2029!"),
+    ("Nora balances duties at Acme Freight Labs.", "Balancing duties at Acme Freight Labs is hard work."),
+])
+def test_a_reply_run_with_a_name_or_number_is_not_a_borrowed_phrase(entry, reply):
+    assert not screen.phrase_from_other(entry, "Nora", USER_TURNS, [], ["Kai"], reply)
+    # the same run in a turn the entry cites still counts
+    assert screen.phrase_from_other(entry, "Nora", USER_TURNS, [reply], ["Kai"])
+
+
+async def test_a_phrase_of_the_reply_is_discarded_when_the_entry_cites_only_the_user():
+    # the draft cites the user's turn; the phrase comes from the reply right after it
+    rows = [("u1", "user", "I write a column about grief for lonely readers. People have been so warm to me."),
+            ("a1", "assistant", "Your column about grief helps lonely readers heal. Thank you!"),
+            ("u2", "user", "Thanks! I write it every Sunday for the Harbour Times.")]
+    copied = "Nora's column about grief helps lonely readers heal."
+    kept, why, _ = await screened(rows, [(copied, ["u1"]),
+                                         ("Nora writes a column every Sunday for the Harbour Times.", ["u2"])])
+    assert kept == ["Nora writes a column every Sunday for the Harbour Times."]
+    assert why == {copied: PHRASE_REASON}
 
 
 async def test_a_phrase_of_the_cited_reply_is_discarded():

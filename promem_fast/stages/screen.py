@@ -681,34 +681,44 @@ PHRASE_CONTENT = 3
 _PHRASE_TOKEN = re.compile(r"\w+", re.U)
 
 
-def _word_runs(text: str, n: int) -> set[tuple[str, ...]]:
-    words = _PHRASE_TOKEN.findall(text.replace("\u2019", "'").lower())
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+def _word_runs(text: str, n: int, plain_only: bool = False) -> set[tuple[str, ...]]:
+    """Lower-cased runs of ``n`` words in a row of ``text``; with ``plain_only``, only runs
+    of lower-case words without digits (no name, date or number)."""
+    words = _PHRASE_TOKEN.findall(text.replace("\u2019", "'"))
+    runs = (words[i:i + n] for i in range(len(words) - n + 1))
+    return {tuple(w.lower() for w in r) for r in runs
+            if not plain_only or all(w.islower() and not any(c.isdigit() for c in w) for w in r)}
 
 
 def phrase_from_other(text: str, user_name: str, user_turns: Sequence[str], cited_other_turns: Sequence[str],
-                      others: Sequence[str] = ()) -> bool:
-    """True when ``text`` copies a phrase of a turn of the other speaker that the entry cites
-    (its ``source_turn_ids``), and no user turn of the session says that phrase: a run of
-    :data:`PHRASE_WORDS` words in a row holding :data:`PHRASE_CONTENT` content words
-    (:func:`~.extract.content_words`; names of the speakers set aside). The draft reads the
-    user's turn and the other's reply together and pins the reply's words on the user:
-    "I feel it's important to help promote understanding and acceptance" / "Thank you for
-    using your voice to create love, acceptance, and hope" -> "User felt it was important to
-    create love, acceptance, and hope". Words are compared lower-cased, punctuation set
-    aside. ``user_turns``: every user turn of the session (a phrase the user says anywhere
-    is theirs too). False for an entry that cites no other turn. Replay over the 1,327
-    labelled ``promem`` memories with their cited turns (``benchmarks/screen_replay.py``): 5
-    wrong flagged, no correct one, no filler, none of LoCoMo's 347 dev observations (with 3
-    words in a row: 1 correct flagged, "using social media channels"). A question of the other side counts as their words too
-    ("Did you enjoy the jazz night at Blue Note?"): an entry that restates a question as a
-    fact is theirs. Shapes: ``text`` and ``user_name`` str, the others sequences of str; bool
+                      others: Sequence[str] = (), reply: str = "") -> bool:
+    """True when ``text`` copies a phrase of the other speaker that no user turn of the
+    session says: a run of :data:`PHRASE_WORDS` words in a row holding
+    :data:`PHRASE_CONTENT` content words (:func:`~.extract.content_words`; names of the
+    speakers set aside), one of which no user turn says, found in a turn of the other speaker
+    that the entry cites (its ``source_turn_ids``) or, as a run of plain lower-case words (no
+    name, date or number, which a reply repeats from the user's own news), in ``reply``: the
+    other speaker's turn right after the entry's user turn. The draft reads the user's turn
+    and the other's reply together and pins the reply's words on the user: "I feel it's
+    important to help promote understanding and acceptance" / "Thank you for using your voice
+    to create love, acceptance, and hope" -> "User felt it was important to create love,
+    acceptance, and hope" (kept at 5903676 and eb443b1, where the reply came into its citations
+    only when dedup merged a restatement into it). A question of the other side counts as
+    their words too ("Did you enjoy the jazz night at Blue Note?"). Words are compared
+    lower-cased, punctuation set aside; ``user_turns``: every user turn of the session (a
+    phrase the user says anywhere is theirs too). Replay over the labelled ``promem``
+    memories with their cited turns and replies (``benchmarks/screen_replay.py``): 7 wrong
+    flagged, no correct one, no filler, none of LoCoMo's dev observations; with any run of a
+    reply, 2 correct flagged ("balancing responsibilities at Impact Solutions", "a gaming
+    convention on Jan 03, 2029"); with 3 words in a row, 1 ("using social media channels").
+    Shapes: ``text``, ``user_name`` and ``reply`` str, the others sequences of str; bool
     out."""
-    if not cited_other_turns:
-        return False
-    # the runs the entry shares with the cited turns first: mostly none, and the user turns
+    # the runs the entry shares with the other side first: mostly none, and the user turns
     # (a HaluMem session holds ~30 long ones) are read only when there is one
-    shared = _word_runs(text, PHRASE_WORDS) & set().union(*(_word_runs(t, PHRASE_WORDS) for t in cited_other_turns))
+    theirs = set().union(*(_word_runs(t, PHRASE_WORDS) for t in cited_other_turns)) if cited_other_turns else set()
+    shared = _word_runs(text, PHRASE_WORDS) & theirs
+    if reply:
+        shared |= _word_runs(text, PHRASE_WORDS, plain_only=True) & _word_runs(reply, PHRASE_WORDS)
     if not shared:
         return False
     said = set().union(*(_word_runs(t, PHRASE_WORDS) for t in user_turns)) if user_turns else set()
@@ -720,7 +730,6 @@ def phrase_from_other(text: str, user_name: str, user_turns: Sequence[str], cite
         if len(words) >= PHRASE_CONTENT and not all(word_in(w, said_low, pair_share=PAIR_SHARE) for w in words):
             return True
     return False
-
 
 def without_reading(text: str) -> Optional[str]:
     """``text`` cut before its added reading (:func:`inferred`), or None when it has none or

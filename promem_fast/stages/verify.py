@@ -68,7 +68,7 @@ ADDRESSED_REASON = "speaks to someone ('you', 'your'): a copied line of the dial
 REMARK_REASON = "stated only in a remark on the other speaker's news from the turn before (no 'I' in it): their news, not the user's"
 CITED_OTHER_REASON = "the other speaker's turn it cites states it better than the user's turns: their news, not the user's"
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
-PHRASE_REASON = "copies a phrase of the other speaker's turn it cites that no user turn says: their words, not the user's"
+PHRASE_REASON = "copies a phrase of the other speaker's turn that no user turn says: their words, not the user's"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
@@ -434,7 +434,8 @@ def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict
     ``text`` (default: the entry's text; an atomic fact of it when the entry was split)
     better than ``premise`` and the entry's user source turns
     (:func:`.screen.cited_other_states_better`); :data:`PHRASE_REASON` when ``text`` copies
-    a phrase of such a turn that no user turn says (:func:`.screen.phrase_from_other`)."""
+    a phrase of such a turn, or of the other side's reply to ``premise``, that no user turn
+    says (:func:`.screen.phrase_from_other`)."""
     cited = [turn_by_id[t] for t in e.source_turn_ids if t in turn_by_id]
     users = [premise.content] + [t.content for t in cited if t.role == "user" and t.turn_id != premise.turn_id]
     other = [t.content for t in cited if t.role != "user"]
@@ -442,7 +443,7 @@ def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict
     if screen.cited_other_states_better(text, state.user_name, users, other):
         return CITED_OTHER_REASON
     if screen.phrase_from_other(text, state.user_name, [t.content for t in state.user_text_turns], other,
-                                state.other_speakers):
+                                state.other_speakers, _next_other(state, premise)):
         return PHRASE_REASON
     return None
 
