@@ -40,7 +40,7 @@ from typing import Iterable, Optional, Sequence
 from lemminflect import getAllInflections, getAllLemmas
 
 from ..timeparse import language_of
-from .extract import PAIR_SHARE, content_words, word_in
+from .extract import _WORD, PAIR_SHARE, content_words, word_in
 
 # An entry is stated by a turn when this share of its content words occurs there.
 MIN_SUPPORT = 0.5
@@ -678,13 +678,12 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
 # a phrase of at least this many words, with at least PHRASE_CONTENT content words
 PHRASE_WORDS = 4
 PHRASE_CONTENT = 3
-_PHRASE_TOKEN = re.compile(r"\w+", re.U)
 
 
 def _word_runs(text: str, n: int, plain_only: bool = False) -> set[tuple[str, ...]]:
     """Lower-cased runs of ``n`` words in a row of ``text``; with ``plain_only``, only runs
     of lower-case words without digits (no name, date or number)."""
-    words = _PHRASE_TOKEN.findall(text.replace("\u2019", "'"))
+    words = _WORD.findall(text.replace("\u2019", "'"))
     runs = (words[i:i + n] for i in range(len(words) - n + 1))
     return {tuple(w.lower() for w in r) for r in runs
             if not plain_only or all(w.islower() and not any(c.isdigit() for c in w) for w in r)}
@@ -723,13 +722,14 @@ def phrase_from_other(text: str, user_name: str, user_turns: Sequence[str], cite
         return False
     said = set().union(*(_word_runs(t, PHRASE_WORDS) for t in user_turns)) if user_turns else set()
     said_low = " ".join(user_turns).replace("\u2019", "'").lower()
-    names = _name_words(user_name) | {w.lower() for o in others for w in _PHRASE_TOKEN.findall(o)}
+    names = _name_words(user_name) | {w.lower() for o in others for w in _WORD.findall(o)}
     for run in shared - said:
         words = [w for w in content_words(" ".join(run)) if w not in names]
         # one of its words the user never says: not the user's own words in the other's order
         if len(words) >= PHRASE_CONTENT and not all(word_in(w, said_low, pair_share=PAIR_SHARE) for w in words):
             return True
     return False
+
 
 def without_reading(text: str) -> Optional[str]:
     """``text`` cut before its added reading (:func:`inferred`), or None when it has none or
