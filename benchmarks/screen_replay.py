@@ -6,10 +6,10 @@ the sessions of ``--data`` (``../shared/data``: LoCoMo once per speaker, HaluMem
 kept, labelled memory is counted once per distinct (session, text, source turns) and put to
 the rule with the turns the graph gives it: its premise turn (the NLI premise), the other
 speaker's turns right before and after that (the reply), the turns it cites and every user
-turn of its session. With
-``--observations``, the rule is also put to LoCoMo's gold observations of ``--data``, each
-with its evidence turn as premise and the other speaker's turns beside it as cited: how
-many true, human-written memories would it drop?
+turn of its session. With ``--observations``, the rule is also put to LoCoMo's gold
+observations of each loaded session's user speaker, each with its evidence turn as premise,
+the other speaker's turns beside it as cited and, as for a memory, the user turns of its own
+session: how many true, human-written memories would it drop?
 
 Prints one JSON line: the rule, memories read, flagged memories by label, flagged
 observations; ``-v`` lists what it flags.
@@ -59,73 +59,64 @@ def _sessions(data: Path) -> dict:
     return out
 
 
-def memories(data: Path) -> list[dict]:
+def _memory(s, text: str, label: str, premise_id, cited_ids) -> dict:
+    """One memory of session ``s`` as the rules read it: its premise turn, the other speaker's
+    turns right before and after that (the reply), the other speaker's turns among
+    ``cited_ids`` and every user turn of the session."""
+    turns = {t.turn_id: t for t in s.turns}
+    order = [t.turn_id for t in s.turns]
+    i = order.index(premise_id) if premise_id in turns else -1
+    prev = s.turns[i - 1] if i > 0 else None
+    nxt = s.turns[i + 1] if 0 <= i < len(order) - 1 else None
+    return {
+        "session_id": s.session_id, "text": text, "label": label, "user": s.user_name,
+        "others": [t.speaker for t in s.turns if t.role != "user" and t.speaker][:1],
+        "turn": turns[premise_id].content if premise_id in turns else "",
+        "previous": prev.content if prev is not None and prev.role != "user" else "",
+        "reply": nxt.content if nxt is not None and nxt.role != "user" else "",
+        "cited_other": [turns[t].content for t in cited_ids if t in turns and turns[t].role != "user"],
+        "user_turns": [t.content for t in s.turns if t.role == "user"],
+    }
+
+
+def memories(sessions: dict) -> list[dict]:
     """Every kept, labelled ``promem`` memory of the stored graphs, once per (session, text,
     source turns), with its label and turns."""
     from dup_pairs import all_labels
     from promem_fast.eval.precision import label_key
 
-    labels, sessions, out = all_labels(), _sessions(data), {}
+    labels, out = all_labels(), {}
     for f in sorted(glob.glob(str(ROOT / "benchmarks/results/artifacts/precision_*/*-promem.jsonl"))):
         for line in open(f, encoding="utf-8"):
             g = json.loads(line)
             s = sessions.get(g["session_id"])
             if s is None:
                 continue
-            turns = {t.turn_id: t for t in s.turns}
-            order = [t.turn_id for t in s.turns]
             for e in g["events"]:
                 k = label_key(g["session_id"], e["text"])
                 kk = (k, tuple(e["source_turn_ids"]))
                 if e["status"] == "discarded" or k not in labels or kk in out:
                     continue
                 pt = (e.get("nli") or [{}])[0].get("premise_turn_id")
-                i = order.index(pt) if pt in turns else -1
-                prev = s.turns[i - 1] if i > 0 else None
-                nxt = s.turns[i + 1] if 0 <= i < len(order) - 1 else None
-                out[kk] = {
-                    "session_id": g["session_id"], "text": e["text"], "label": labels[k]["label"],
-                    "user": g["user_name"], "others": [t.speaker for t in s.turns if t.role != "user" and t.speaker][:1],
-                    "turn": turns[pt].content if pt in turns else "",
-                    "previous": prev.content if prev is not None and prev.role != "user" else "",
-                    "reply": nxt.content if nxt is not None and nxt.role != "user" else "",
-                    "cited_other": [turns[t].content for t in e["source_turn_ids"] if t in turns and turns[t].role != "user"],
-                    "user_turns": [t.content for t in s.turns if t.role == "user"],
-                }
+                out[kk] = _memory(s, e["text"], labels[k]["label"], pt, e["source_turn_ids"])
     return list(out.values())
 
 
-def observations(data: Path) -> list[dict]:
-    """LoCoMo's gold observations of ``data`` as memory dicts: premise = the evidence turn,
-    cited = the other speaker's turns right before and after it."""
-    conv_all = json.loads((data / "locomo_dev.json").read_text(encoding="utf-8"))
+def observations(sessions: dict) -> list[dict]:
+    """LoCoMo's gold observations of the user speaker of each LoCoMo session (``metadata
+    ["observation"]``) as memory dicts: premise = the evidence turn, cited = the other
+    speaker's turns right before and after it."""
     out = []
-    for x in conv_all:
-        conv = x["conversation"]
-        names = [conv["speaker_a"], conv["speaker_b"]]
-        turns, order = {}, []
-        for k, v in conv.items():
-            if k.startswith("session_") and isinstance(v, list):
-                for t in v:
-                    turns[t["dia_id"]] = t
-                    order.append(t["dia_id"])
-        for obs in x["observation"].values():
-            for sp, items in obs.items():
-                users = [t["text"] for t in turns.values() if t["speaker"] == sp]
-                for text, ev in items:
-                    for e in (ev if isinstance(ev, list) else [ev]):
-                        if e not in turns or turns[e]["speaker"] != sp:
-                            continue
-                        i = order.index(e)
-                        beside = [turns[order[j]]["text"] for j in (i - 1, i + 1)
-                                  if 0 <= j < len(order) and turns[order[j]]["speaker"] != sp]
-                        prev = turns[order[i - 1]] if i > 0 else None
-                        nxt = turns[order[i + 1]] if i + 1 < len(order) else None
-                        out.append({"session_id": x["sample_id"], "text": text, "label": "observation", "user": sp,
-                                    "others": [n for n in names if n != sp], "turn": turns[e]["text"],
-                                    "previous": prev["text"] if prev and prev["speaker"] != sp else "",
-                                    "reply": nxt["text"] if nxt and nxt["speaker"] != sp else "",
-                                    "cited_other": beside, "user_turns": users})
+    for s in sessions.values():
+        obs = s.metadata.get("observation") if s.metadata.get("source") == "locomo" else None
+        order = [t.turn_id for t in s.turns]
+        for text, ev in (obs or {}).get(s.user_name) or []:
+            for e in (ev if isinstance(ev, list) else [ev]):
+                if e not in order or s.turns[order.index(e)].role != "user":
+                    continue
+                i = order.index(e)
+                beside = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order)]
+                out.append(_memory(s, text, "observation", e, beside))
     return out
 
 
@@ -143,13 +134,14 @@ def main() -> int:
     from promem_fast.results_log import append_line, run_fields
 
     rule = rules[args.rule]
-    mems = memories(args.data)
+    sessions = _sessions(args.data)
+    mems = memories(sessions)
     hits = [m for m in mems if rule(m)]
     line = {"benchmark": "screen_replay", "rule": args.rule, **run_fields(), "memories": len(mems),
             "by_label": dict(collections.Counter(m["label"] for m in mems)),
             "flagged": dict(collections.Counter(m["label"] for m in hits))}
     if args.observations:
-        obs = observations(args.data)
+        obs = observations(sessions)
         flagged = [o for o in obs if rule(o)]
         line.update(observations=len(obs), observations_flagged=len(flagged))
         hits += flagged
