@@ -707,7 +707,7 @@ def phrase_from_other(text: str, user_name: str, user_turns: Sequence[str], cite
     lower-cased, punctuation set aside; ``user_turns``: every user turn of the session (a
     phrase the user says anywhere is theirs too). Replay over the labelled ``promem``
     memories with their cited turns and replies (``benchmarks/screen_replay.py``): 7 wrong
-    flagged, no correct one, no filler, none of LoCoMo's dev observations; with any run of a
+    flagged, no correct one, no filler, 1 of LoCoMo's 347 dev observations; with any run of a
     reply, 2 correct flagged ("balancing responsibilities at Impact Solutions", "a gaming
     convention on Jan 03, 2029"); with 3 words in a row, 1 ("using social media channels").
     Shapes: ``text``, ``user_name`` and ``reply`` str, the others sequences of str; bool
