@@ -944,24 +944,16 @@ def test_a_reply_run_with_a_name_or_number_is_not_a_borrowed_phrase(entry, reply
     assert screen.phrase_from_other(entry, "Nora", USER_TURNS, [reply], ["Kai"])
 
 
-async def test_a_phrase_of_the_reply_is_discarded_when_the_entry_cites_only_the_user():
-    # the draft cites the user's turn; the phrase comes from the reply right after it
+@pytest.mark.parametrize("cited", [
+    ["u1", "a1"],   # the draft cites the reply
+    ["u1"],         # the draft cites only the user's turn; the phrase is the reply's right after it
+])
+async def test_a_phrase_of_the_reply_is_discarded(cited):
     rows = [("u1", "user", "I write a column about grief for lonely readers. People have been so warm to me."),
             ("a1", "assistant", "Your column about grief helps lonely readers heal. Thank you!"),
             ("u2", "user", "Thanks! I write it every Sunday for the Harbour Times.")]
     copied = "Nora's column about grief helps lonely readers heal."
-    kept, why, _ = await screened(rows, [(copied, ["u1"]),
-                                         ("Nora writes a column every Sunday for the Harbour Times.", ["u2"])])
-    assert kept == ["Nora writes a column every Sunday for the Harbour Times."]
-    assert why == {copied: PHRASE_REASON}
-
-
-async def test_a_phrase_of_the_cited_reply_is_discarded():
-    rows = [("u1", "user", "I write a column about grief for lonely readers. People have been so warm to me."),
-            ("a1", "assistant", "Your column about grief helps lonely readers heal. Thank you!"),
-            ("u2", "user", "Thanks! I write it every Sunday for the Harbour Times.")]
-    copied = "Nora's column about grief helps lonely readers heal."
-    kept, why, _ = await screened(rows, [(copied, ["u1", "a1"]),
+    kept, why, _ = await screened(rows, [(copied, cited),
                                          ("Nora writes a column every Sunday for the Harbour Times.", ["u2"])])
     assert kept == ["Nora writes a column every Sunday for the Harbour Times."]
     assert why == {copied: PHRASE_REASON}
