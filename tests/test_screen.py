@@ -1630,6 +1630,26 @@ async def test_a_re_read_fact_needs_half_its_words_from_what_the_turn_says_of_it
         "Nora bought a kayak for the lake trip with the cousins.": "not read from what turn t1 says of its speaker"}
 
 
+async def test_a_re_read_is_asked_only_about_details_whose_every_word_the_turn_says():
+    rows = [("t0", "assistant", "My friends and mentors keep me going. What motivates you?"),
+            ("t1", "user", "I want to be brave for my family - they give me love."),
+            ("t2", "assistant", "That's lovely. Any news?"),
+            ("t3", "user", "We do all kinds of dances, from jazz to tap.")]
+    asked = {}
+
+    def reread(req):
+        turn = "t1" if "[t1]" in req.messages[-1]["content"] else "t3"
+        asked[turn] = req.messages[-1]["content"].split("about:")[1]
+        return json.dumps(["Nora wants to be brave for her family."])
+
+    # "mentors" is the other speaker's word; "hip-hop" is said in no turn of the user
+    _, added = await _recover(rows, [("t1", "family and mentors"), ("t1", "brave for my family"),
+                                     ("t3", "hip-hop classes")], reread)
+    assert set(asked) == {"t1"}  # t3's only detail names what t3 does not say
+    assert '"brave for my family"' in asked["t1"] and "mentors" not in asked["t1"]
+    assert added == ["Nora wants to be brave for her family."]
+
+
 async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
     from promem_fast.stages.complete import OTHER_NAMED_REASON
     rows = [("t0", "assistant", "I gave a talk at my school."),  # the other speaker is "Kai"

@@ -107,7 +107,8 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     user's name does not count as a content word. Other facts are dropped with a logged reason
     (with the 1.5B model, a turn that only announces a topic, "I'd like to share my food
     preference", was answered with invented foods). With ``pipeline.screen_entries`` a turn
-    is read only for what it says of its speaker (:func:`_own_missing`), and a fact needs half
+    is read only for what it says of its speaker and asked only about details all of whose content
+    words it says (:func:`_own_missing`), and a fact needs half
     its content words from those sentences, and a fact that names the other speaker is dropped
     (read one by one, such re-reads were praise, thanks or plans of the two speakers: 2 of 25
     correct on the labelled LoCoMo runs). The caller verifies the new entries (HV, §3.4).
@@ -171,18 +172,21 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
 def _own_missing(state: PipelineState, missing: dict[str, list[str]],
                  by_id: dict[str, Turn]) -> tuple[dict[str, list[str]], dict[str, Turn]]:
     """Restrict the re-read to what each turn says of its speaker
-    (:func:`.screen.own_statements`): a missing detail stays when at least
-    :data:`.screen.MIN_SUPPORT` of its content words are in those sentences and it is not
-    filler ("Hey Jon!"); a turn with none left is not read again, and the others are read
-    as those sentences only. With the 1.5B model, re-reading a whole turn of praise or
-    advice to the other speaker ("Your family will be lucky", "Push through, you got this")
-    wrote it down as the user's own fact. Returns (missing, turns) for the turns kept."""
+    (:func:`.screen.own_statements`): a missing detail stays when every one of its content
+    words is in those sentences (:func:`.screen.support` 1.0) and it is not filler ("Hey
+    Jon!"); a turn with none left is not read again, and the others are read as those
+    sentences only. With the 1.5B model, re-reading a whole turn of praise or advice to the
+    other speaker ("Your family will be lucky", "Push through, you got this") wrote it down
+    as the user's own fact; and a detail with a word the turn does not say (filed under the
+    wrong turn, taken from the other speaker's reply, or cut off at its length cap) was
+    written into the fact: "family and mentors" quoted for a turn that names only the family
+    gave "courageous for her family and mentors". Returns (missing, turns) for the turns kept."""
     name, others = state.user_name, state.other_speakers
     kept: dict[str, list[str]] = {}
     turns: dict[str, Turn] = {}
     for tid, details in missing.items():
         own = screen.own_statements(by_id[tid].content)
-        ds = [d for d in details if own and screen.support(d, name, own) >= screen.MIN_SUPPORT
+        ds = [d for d in details if own and screen.support(d, name, own) == 1.0
               and not screen.is_filler(d, name, others)]
         if not ds:
             logger.debug("session %s: recover: turn %s says nothing new of its speaker",
