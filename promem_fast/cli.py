@@ -316,7 +316,7 @@ def _open_store(path: Path, create: bool = False):
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from .store.keys import APIKeys
+    from .store.keys import APIKeys, keyless_users, keyless_warning
 
     if args.keys_command == "create":
         users = None
@@ -331,8 +331,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
         store = _open_store(args.store, create=True)
         try:
             key, info = APIKeys(store).create(args.tenant, users, args.admin)
+            stranded = keyless_users(store)
         finally:
             store.close()
+        if stranded:
+            print(f"warning: {keyless_warning(stranded, str(args.store))}", file=sys.stderr)
         scope = "every user" if info.users is None else ", ".join(info.users)
         print(f"created key {info.key_id} for tenant {info.tenant!r} ({'admin, ' if info.admin else ''}{scope}); "
               "it is shown only now, store it safely:", file=sys.stderr)
