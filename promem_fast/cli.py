@@ -228,6 +228,8 @@ def _read_graphs(path: Path):
 
     from pydantic import ValidationError
 
+    if not path.is_file():
+        raise FileNotFoundError(f"memory graph file not found: {path}")
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
@@ -518,6 +520,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log.debug("command failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `promem-fast schema | head`: the reader left, as any Unix filter allows
+        # stdout goes to /dev/null so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
