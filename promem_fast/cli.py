@@ -228,6 +228,8 @@ def _read_graphs(path: Path):
 
     from pydantic import ValidationError
 
+    if not path.is_file():
+        raise FileNotFoundError(f"memory graph file not found: {path}")
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
@@ -316,7 +318,7 @@ def _open_store(path: Path, create: bool = False):
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from .store.keys import APIKeys
+    from .store.keys import APIKeys, keyless_users, keyless_warning
 
     if args.keys_command == "create":
         users = None
@@ -331,8 +333,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
         store = _open_store(args.store, create=True)
         try:
             key, info = APIKeys(store).create(args.tenant, users, args.admin)
+            stranded = keyless_users(store)
         finally:
             store.close()
+        if stranded:
+            print(f"warning: {keyless_warning(stranded, str(args.store))}", file=sys.stderr)
         scope = "every user" if info.users is None else ", ".join(info.users)
         print(f"created key {info.key_id} for tenant {info.tenant!r} ({'admin, ' if info.admin else ''}{scope}); "
               "it is shown only now, store it safely:", file=sys.stderr)
@@ -515,6 +520,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log.debug("command failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `promem-fast schema | head`: the reader left, as any Unix filter allows
+        # stdout goes to /dev/null so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 
 from .config import Config
 from .schema import MemoryGraph, Session
-from .store.keys import TENANT_PATTERN, APIKeys, KeyInfo, scoped_user, unscoped_user
+from .store.keys import TENANT_PATTERN, APIKeys, KeyInfo, keyless_users, keyless_warning, scoped_user, unscoped_user
 from .store.memory import NONBLANK_PATTERN, AsyncMemory, InvalidInput, StoreConfig
 
 logger = logging.getLogger(__name__)
@@ -689,5 +689,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, config: Optional[Config] = 
         raise
     if insecure_no_auth and not is_loopback(host):
         logger.warning("serving on %s with --insecure-no-auth: every user's memory is open to any caller", host)
+    stranded = keyless_users(memory.store) if APIKeys(memory.store).any_exist() else []
+    if stranded:
+        logger.warning("%s", keyless_warning(stranded, path or "the store"))
     app = create_app(memory, jobs_root=jobs_root, job_concurrency=(config or Config()).engine.concurrency)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

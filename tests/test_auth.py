@@ -208,6 +208,22 @@ def test_keys_command_line(tmp_path, capsys):
     assert main(["keys", "list", "--store", str(tmp_path / "nope")]) == 2
 
 
+async def test_first_key_warns_of_memory_no_key_reaches(tmp_path, capsys):
+    store = tmp_path / "store"
+    m = AsyncMemory(services=services(), path=str(store))
+    await m.add_graph(graph("s1", [("Caroline went to a support group.", "2023-05-07")]), user_id="caroline")
+    await m.close()
+    assert main(["keys", "create", "--tenant", "acme", "--admin", "--store", str(store)]) == 0
+    err = capsys.readouterr().err
+    assert "1 user(s)" in err and "'caroline'" in err and "store import all.jsonl NEW_DIR --tenant NAME" in err
+    # memory written under a tenant's key is reachable: no warning for it
+    m = AsyncMemory(services=services(), path=str(tmp_path / "fresh"))
+    await m.add_graph(graph("s1", [("Bob adopted a cat.", None)], user_name="Bob"), user_id="acme\x1fbob")
+    await m.close()
+    assert main(["keys", "create", "--tenant", "acme", "--admin", "--store", str(tmp_path / "fresh")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- property: no cross-tenant access
 B_TEXTS = ["Bravo secret: Alice keeps bees on the roof.", "Bravo secret: Bob sails a yacht named Heron.",
            "Bravo secret: Alice moved to Lisbon."]

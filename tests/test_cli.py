@@ -86,6 +86,25 @@ def test_missing_input_is_a_one_line_error_not_a_traceback(tmp_path, capsys):
     assert not (tmp_path / "o.json").exists()
 
 
+@pytest.mark.parametrize("argv", [["view", "{g}"], ["qa", "{g}", "Where does she live?", "--llm", "scripted",
+                                                         "--embed", "hash"]])
+def test_a_missing_graph_file_is_named_as_such(tmp_path, capsys, argv):
+    g = str(tmp_path / "nope.json")
+    assert main([a.replace("{g}", g) for a in argv]) == 2
+    assert capsys.readouterr().err == f"error: memory graph file not found: {g}\n"
+
+
+def test_output_into_a_closed_pipe_ends_without_a_traceback():
+    import subprocess
+    import sys
+
+    # fd 1 becomes a pipe whose reader is gone, as in `promem-fast schema | head -1` once head exits
+    code = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
+            "from promem_fast.cli import main; sys.exit(main(['schema']))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (1, "")
+
+
 def test_concurrency_must_be_positive(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["extract", str(_dialogue(tmp_path / "d.json")), "--out", str(tmp_path / "o.json"), "--concurrency", "0"])

@@ -191,8 +191,21 @@ async def test_consolidation_never_deletes(tmp_path):
     assert {h["memory_id"] for h in await m.history(rows[2]["id"])} == {r["id"] for r in rows}
 
 
-async def test_relations_and_details_are_stored_with_entry_ids(tmp_path):
+async def test_details_travel_with_their_event_unless_asked_for_as_entries(tmp_path):
+    g = graph("s1", [("Alice adopted a puppy.", "2023-05-08"), ("Alice started puppy training.", "2023-05-20")],
+              details=[("called Max", "t0", ["e1"]), ("went", "t0", [])])
     m = make(tmp_path, ScriptedNLI())
+    res = await m.add_graph(g, user_id="alice")
+    recs = [await m.get(r["id"]) for r in res["results"]]
+    assert [(r["memory"], r["kind"], r["metadata"]["details"]) for r in recs] == [
+        ("Alice adopted a puppy.", "event", ["called Max"]), ("Alice started puppy training.", "event", [])]
+    m2 = make(tmp_path / "with", ScriptedNLI(), include_details=True)
+    res = await m2.add_graph(g, user_id="alice")
+    assert [(await m2.get(r["id"]))["kind"] for r in res["results"]] == ["event", "event", "detail", "detail"]
+
+
+async def test_relations_and_details_are_stored_with_entry_ids(tmp_path):
+    m = make(tmp_path, ScriptedNLI(), include_details=True)
     g = graph("s1", [("Alice adopted a puppy.", "2023-05-08"), ("Alice started puppy training.", "2023-05-20")],
               details=[("The puppy is called Max.", "t0", ["e1"])], relations=[("e1", "causal", "e2")])
     res = await m.add_graph(g, user_id="alice")
@@ -205,7 +218,7 @@ async def test_relations_and_details_are_stored_with_entry_ids(tmp_path):
 
 
 async def test_same_text_twice_in_one_graph_is_one_entry(tmp_path):
-    m = make(tmp_path, ScriptedNLI())
+    m = make(tmp_path, ScriptedNLI(), include_details=True)
     g = graph("s1", [("Alice adopted a puppy.", "2023-05-08")], details=[("Alice adopted a puppy", "t0", ["e1"])])
     res = await m.add_graph(g, user_id="alice")
     assert [r["event"] for r in res["results"]] == ["ADD", "NONE"]

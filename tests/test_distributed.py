@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -199,10 +198,8 @@ def test_ray_engine_equals_local_and_resumes(tmp_path, ray_local, local_ref):
     ref_out, ref_rep = local_ref
     inp = _write_input(tmp_path / "in.jsonl")
     out = tmp_path / "out"
-    t = time.perf_counter()
     rep = run_bulk([inp], out, "jsonl", 3, _cfg(), engine="ray", ray=RayOptions(workers=2, batch_size=2),
                    progress=False)
-    assert time.perf_counter() - t < 90
     d = rep.as_dict()
     _same_report(d, ref_rep)
     assert (d["total"], d["ok"], d["failed"], d["skipped"]) == (N_SESSIONS + 1, N_SESSIONS, 1, 0)

@@ -51,12 +51,10 @@ EXPECTED = [
     ("Caroline said Caroline went to an LGBTQ support group yesterday", "event", ["t0"], "2023-05-07"),
     ("Caroline said The transgender stories were inspiring and Caroline felt", "event", ["t2"], "2023-05-08T13:58:00"),
     ("Caroline said Next I want to study counseling so Caroline", "event", ["t4"], "2023-05-08T14:00:00"),
-    ("I went to an", "detail", ["t0"], "2023-05-08T13:56:00"),
-    ("was so powerful", "detail", ["t0"], "2023-05-08T13:56:00"),
-    ("The transgender stories were", "detail", ["t2"], "2023-05-08T13:58:00"),
-    ("Next I want to", "detail", ["t4"], "2023-05-08T14:00:00"),
-    ("people like me", "detail", ["t4"], "2023-05-08T14:00:00"),
 ]
+# The session's details ("I went to an", "was so powerful", ...: phrases cut from a turn) are
+# not memories of their own by default: each rides in its anchored event's metadata["details"].
+DETAILS = ["I went to an", "was so powerful", "The transgender stories were", "Next I want to", "people like me"]
 
 
 @pytest.fixture(scope="module")
@@ -118,11 +116,15 @@ def test_add_stores_verified_entries_with_provenance(mem, embed):
     assert isinstance(mem, mem0.Memory)
     out = mem.add(MESSAGES, user_id="caroline", metadata={"app": "diary"}, session_id="s1")
     session, graph = expected_graph(embed, session_id="s1", user_name="Caroline")
-    want = [e.text for e in graph.events] + [d.text for d in graph.details]
+    want = [e.text for e in graph.events]
     assert [r["memory"] for r in out["results"]] == want == [x[0] for x in EXPECTED]
+    assert [d.text for d in graph.details] == DETAILS
+    assert [r["metadata"]["details"] for r in out["results"]] == [
+        [d.text for d in graph.details if e.id in d.event_ids] for e in graph.events]
+    assert sum(map(len, (r["metadata"]["details"] for r in out["results"]))) >= 3  # anchoring placed some
     assert [(r["memory"], r["metadata"]["kind"], r["metadata"]["source_turn_ids"], r["metadata"]["event_time"])
             for r in out["results"]] == EXPECTED
-    assert [r["metadata"]["confidence"] for r in out["results"]] == [1.0] * 3 + [None] * 5
+    assert [r["metadata"]["confidence"] for r in out["results"]] == [1.0] * 3
     assert [r["event"] for r in out["results"]] == ["ADD"] * len(want)
     assert out["promem"]["extracted"] is True
     # the wish clause is screened out before NLI; the relation probes of all edges are one request
@@ -223,7 +225,7 @@ def test_add_timestamp_dates_messages_without_one(mem):
         [(x[0], "2023-05-07" if x[3] == "2023-05-07" else z) for x in EXPECTED]
     unix = mem.add(msgs[:1], user_id="u3", timestamp=1683554160)  # 2023-05-08T13:56:00Z
     assert [(r["metadata"]["kind"], r["metadata"]["event_time"]) for r in unix["results"]] == \
-        [("event", "2023-05-07"), ("detail", z), ("detail", z)]
+        [("event", "2023-05-07")]
 
 
 def test_mem0_oss_rejects_timestamps_that_we_keep(tmp_path, mem):

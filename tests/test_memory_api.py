@@ -144,12 +144,15 @@ def _g():
 
 def test_mem0_records_and_writer():
     g, sess = _g()
-    recs = to_mem0_records(g, "u1", sess)
-    assert [r["memory"] for r in recs] == [e.text for e in g.events] + [d.text for d in g.details]
+    assert [r["memory"] for r in to_mem0_records(g, "u1", sess, include_details=True)] == \
+        [e.text for e in g.events] + [d.text for d in g.details]
+    recs = to_mem0_records(g, "u1", sess)  # by default a detail rides in its event's metadata
+    assert [(r["memory"], r["metadata"]["details"]) for r in recs] == [
+        ("Alice adopted a puppy named Max.", ["Max is a golden retriever."]), ("Bob, Alice's friend, got a new job.", [])]
     assert recs[0]["user_id"] == "u1" and recs[0]["metadata"]["source_turn_ids"] == ["t0"]
     assert recs[0]["metadata"]["confidence"] == 0.9 and recs[0]["metadata"]["event_time"] == "2023-05-08"
     assert recs == to_mem0_records(g, "u1", sess)  # stable ids: re-export overwrites
-    assert len({r["id"] for r in recs}) == 3
+    assert len({r["id"] for r in recs}) == 2
 
     class FakeMem0:
         def __init__(self):
@@ -160,7 +163,7 @@ def test_mem0_records_and_writer():
             return {"results": [{"id": str(len(self.calls)), "memory": messages, "event": "ADD"}]}
 
     fm = FakeMem0()
-    out = write_to_mem0(fm, g, "u1", sess)
+    out = write_to_mem0(fm, g, "u1", sess, include_details=True)
     assert len(out) == 3 and all(c[3] is False and c[1] == "u1" for c in fm.calls)
     assert fm.calls[2][0] == "Max is a golden retriever."
 
@@ -168,7 +171,7 @@ def test_mem0_records_and_writer():
 def test_lightmem_entries_and_writer():
     g, sess = _g()
     g.topics = [__import__("promem_fast.schema", fromlist=["Topic"]).Topic(id="T1", turn_ids=["t0"], events=["Adoption"])]
-    ents = to_lightmem_entries(g, "u1", sess)
+    ents = to_lightmem_entries(g, "u1", sess, include_details=True)
     e0 = ents[0]
     assert e0["memory"] == "Alice adopted a puppy named Max." and e0["time_stamp"] == "2023-05-08T00:00:00"
     assert e0["weekday"] == "Mon" and e0["topic_id"] == "T1" and e0["topic_summary"] == "Adoption"
@@ -181,7 +184,8 @@ def test_lightmem_entries_and_writer():
             self.args = (vectors, payloads, ids)
 
     fr = FakeRetriever()
-    ids = write_to_lightmem(fr, lambda texts: np.ones((len(texts), 4), np.float32), g, "u1", sess)
+    ids = write_to_lightmem(fr, lambda texts: np.ones((len(texts), 4), np.float32), g, "u1", sess,
+                           include_details=True)
     assert ids == [e["id"] for e in ents] and len(fr.args[0]) == 3 and fr.args[1][0]["memory"] == e0["memory"]
 
 

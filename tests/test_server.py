@@ -106,7 +106,7 @@ async def test_jobs_from_body_and_path(tmp_path):
     app, mem = _app(tmp_path, jobs_root=str(root))
     async with _client(app) as c:
         s2 = {**SESSION, "session_id": "sy",
-              "turns": [{"turn_id": "t0", "role": "user", "content": "My sister Carol moved to Oslo"}]}
+              "turns": [{"turn_id": "t0", "role": "user", "content": "I moved to Oslo in May"}]}
         r = await c.post("/jobs", json={"user_id": "alice", "sessions": [SESSION, s2]})
         assert r.status_code == 202
         job = r.json()

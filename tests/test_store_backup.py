@@ -24,7 +24,8 @@ async def _rich_store(path) -> AsyncMemory:
     nli = ScriptedNLI()
     nli.set(a, b, "contradiction")
     nli.set("Alice plays the violin.", "Alice plays the violin in an orchestra.", "entailment")
-    m = AsyncMemory(services=services(nli), path=str(path), store_config=StoreConfig(match_threshold=0.2))
+    m = AsyncMemory(services=services(nli), path=str(path),
+                    store_config=StoreConfig(match_threshold=0.2, include_details=True))
     await m.add_graph(graph("s1", [(a, "2023-01-01"), ("Alice plays the violin.", None)],
                             details=[("Alice's violin is from 1920.", "t1", ["e2"])],
                             relations=[("e1", "causal", "e2")]), user_id="alice", metadata={"src": "chat"})

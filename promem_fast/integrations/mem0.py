@@ -241,11 +241,12 @@ class Memory(_Mem0Memory):
         config: Mem0 ``MemoryConfig`` (use :meth:`from_config` for a dict).
         promem: promem_fast :class:`Config` (default ``Config()``: embedded CPU models).
         extractor: a ready :class:`Extractor` (overrides ``promem``; e.g. with scripted services).
-        include_details: store the graph's fine details as entries too (kind ``"detail"``).
+        include_details: store the graph's fine details as entries too (kind ``"detail"``);
+            by default they are only in their event's ``metadata["details"]``.
     """
 
     def __init__(self, config: Optional[MemoryConfig] = None, *, promem: Optional[Config] = None,
-                 extractor: Optional[Extractor] = None, include_details: bool = True):
+                 extractor: Optional[Extractor] = None, include_details: bool = False):
         if promem is not None and not isinstance(promem, Config):
             raise InvalidInput("promem", f"expected a promem_fast Config, got {type(promem).__name__}")
         if extractor is not None and not isinstance(extractor, Extractor):
@@ -258,7 +259,7 @@ class Memory(_Mem0Memory):
 
     @classmethod
     def from_config(cls, config_dict: Optional[dict[str, Any]] = None, *, promem: Optional[Config] = None,
-                    extractor: Optional[Extractor] = None, include_details: bool = True) -> "Memory":
+                    extractor: Optional[Extractor] = None, include_details: bool = False) -> "Memory":
         """Build from a Mem0 config dict (as ``mem0.Memory.from_config``) plus our extractor settings.
 
         Raises:

@@ -61,14 +61,15 @@ def _prov(c: Candidate) -> dict[str, Any]:
     return {
         "source": "promem_fast", "kind": c.kind, "session_id": c.session_id, "graph_node_id": c.graph_node_id,
         "source_turn_ids": c.source_turn_ids, "event_time": c.event_time, "dates": c.dates,
-        "confidence": c.confidence, "subject": c.subject,
+        "confidence": c.confidence, "subject": c.subject, "details": c.metadata.get("details", []),
     }
 
 
 # ---------------------------------------------------------------------------- Mem0
 def to_mem0_records(graph: MemoryGraph, user_id: str, session: Optional[Session] = None,
-                    include_details: bool = True) -> list[dict[str, Any]]:
-    """Mem0 records ``{"id", "memory", "user_id", "metadata"}`` for the graph's events (then details)."""
+                    include_details: bool = False) -> list[dict[str, Any]]:
+    """Mem0 records ``{"id", "memory", "user_id", "metadata"}`` for the graph's events (then, with
+    ``include_details``, its details); each event's anchored details are in ``metadata["details"]``."""
     out = []
     for c in graph_candidates(graph, session, include_details):
         out.append({
@@ -79,7 +80,7 @@ def to_mem0_records(graph: MemoryGraph, user_id: str, session: Optional[Session]
 
 
 def write_to_mem0(mem0_memory: Any, graph: MemoryGraph, user_id: str, session: Optional[Session] = None,
-                  include_details: bool = True) -> list[Any]:
+                  include_details: bool = False) -> list[Any]:
     """Store the graph's entries in a Mem0 ``Memory`` verbatim (``infer=False``); returns Mem0's add results."""
     results = []
     for r in to_mem0_records(graph, user_id, session, include_details):
@@ -89,7 +90,7 @@ def write_to_mem0(mem0_memory: Any, graph: MemoryGraph, user_id: str, session: O
 
 # ---------------------------------------------------------------------------- LightMem
 def to_lightmem_entries(graph: MemoryGraph, user_id: str, session: Optional[Session] = None,
-                        include_details: bool = True) -> list[dict[str, Any]]:
+                        include_details: bool = False) -> list[dict[str, Any]]:
     """LightMem ``MemoryEntry``-shaped dicts.
 
     ``topic_id``/``topic_summary`` come from the graph's topic whose turns ground the entry
@@ -127,7 +128,7 @@ def to_lightmem_entries(graph: MemoryGraph, user_id: str, session: Optional[Sess
 
 
 def write_to_lightmem(retriever: Any, embed: Callable[[Sequence[str]], Any], graph: MemoryGraph, user_id: str,
-                      session: Optional[Session] = None, include_details: bool = True) -> list[str]:
+                      session: Optional[Session] = None, include_details: bool = False) -> list[str]:
     """Insert LightMem entries into a LightMem vector retriever (``retriever.insert(vectors, payloads, ids)``).
 
     embed: texts -> float32 (n, dim) with the same embedder LightMem retrieves with.
@@ -144,7 +145,7 @@ def write_to_lightmem(retriever: Any, embed: Callable[[Sequence[str]], Any], gra
 
 # ---------------------------------------------------------------------------- MemOS
 def to_memos_items(graph: MemoryGraph, user_id: str, session: Optional[Session] = None,
-                   include_details: bool = True) -> list[dict[str, Any]]:
+                   include_details: bool = False) -> list[dict[str, Any]]:
     """MemOS ``TextualMemoryItem``-shaped dicts (tree-node metadata).
 
     ``confidence`` is on MemOS's 0-100 scale (ours x 100); ``memory_type`` is ``UserMemory``
@@ -184,7 +185,7 @@ def to_memos_items(graph: MemoryGraph, user_id: str, session: Optional[Session] 
 
 
 def write_to_memos(text_memory: Any, graph: MemoryGraph, user_id: str, session: Optional[Session] = None,
-                   include_details: bool = True) -> list[dict[str, Any]]:
+                   include_details: bool = False) -> list[dict[str, Any]]:
     """Add the graph's entries to a MemOS textual memory (``text_memory.add(items)``); returns the items."""
     items = to_memos_items(graph, user_id, session, include_details)
     if items:

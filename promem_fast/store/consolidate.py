@@ -168,10 +168,16 @@ class Candidate:
 def graph_candidates(
     graph: MemoryGraph,
     session: Optional[Session] = None,
-    include_details: bool = True,
+    include_details: bool = False,
     metadata: Optional[dict[str, Any]] = None,
 ) -> list[Candidate]:
-    """Flatten a verified graph into entry candidates: events, then details (what QA retrieves).
+    """Flatten a verified graph into entry candidates: its events, each with the texts of the
+    details anchored to it (§3.5 detail anchoring) in ``metadata["details"]``; with
+    ``include_details`` also each detail as an entry of its own (kind "detail", after the events).
+
+    Details alone are phrases cut from a turn ("went", "support group", "sugary sodas" of
+    "I don't like sugary sodas"): stored as memories they read as facts they are not, so by
+    default they travel only with their events.
 
     Event time (absolute): the first resolved date of the event (``Event.dates``), else the
     grounding turn's ``timestamp``; a detail takes its turn's timestamp (from ``session``)
@@ -183,6 +189,11 @@ def graph_candidates(
         turn_time = {t.turn_id: _iso(t.timestamp) for t in session.turns}
     out: list[Candidate] = []
     ev_time: dict[str, Optional[str]] = {}
+    anchored: dict[str, list[str]] = {}
+    for d in graph.details:
+        for x in d.event_ids:
+            if d.text.strip():
+                anchored.setdefault(x, []).append(d.text)
     for e in graph.events:
         if not e.text.strip():
             logger.info("session %r: event %s has no text; skipped", graph.session_id, e.id)
@@ -195,7 +206,8 @@ def graph_candidates(
         out.append(Candidate(
             text=e.text, kind="event", session_id=graph.session_id, graph_node_id=e.id,
             source_turn_ids=list(e.source_turn_ids), event_time=t, dates=list(e.dates), nli=nli,
-            confidence=_confidence(nli), metadata={**meta, "origin": e.origin, "verification": e.status},
+            confidence=_confidence(nli),
+            metadata={**meta, "origin": e.origin, "verification": e.status, "details": anchored.get(e.id, [])},
             subject=subject_of(e.text, graph.user_name),
         ))
     if include_details:

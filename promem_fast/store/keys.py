@@ -94,6 +94,22 @@ def unscoped_user(tenant: Optional[str], stored: str) -> Optional[str]:
     return stored[len(prefix):] if stored.startswith(prefix) else None
 
 
+def keyless_users(store: SQLiteStore) -> list[str]:
+    """User ids written while the store had no API key (plain ids, no tenant prefix), sorted:
+    no key reaches their memory until it is moved into a tenant (``store export`` /
+    ``store import --tenant``)."""
+    return [u for u in store.user_ids() if TENANT_SEP not in u]
+
+
+def keyless_warning(users: Sequence[str], store_dir: str) -> str:
+    """The message that tells an operator memory written before the first key is out of every key's reach."""
+    shown = ", ".join(repr(u) for u in users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+    return (f"{len(users)} user(s) of {store_dir} hold memory written before the store had an API key "
+            f"({shown}); no key reaches it, so requests with a key see none of it. Move it into a tenant: "
+            f"`promem-fast store export {store_dir} all.jsonl && promem-fast store import all.jsonl NEW_DIR "
+            "--tenant NAME` (docs/service.md).")
+
+
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 

@@ -59,7 +59,9 @@ class StoreConfig(BaseModel):
     path: Optional[str] = Field(default=None, description="Store directory (SQLite + FAISS files); None = in memory.")
     match_top_k: int = Field(default=5, ge=1, description="Active entries compared with each new entry (top-k by cosine).")
     match_threshold: float = Field(default=0.5, description="Minimum cosine for a candidate to be checked with NLI.")
-    include_details: bool = Field(default=True, description="Store the graph's details as entries too (kind='detail').")
+    include_details: bool = Field(
+        default=False, description="Store the graph's details as entries too (kind='detail'); by default each "
+        "event carries its anchored details in metadata['details'] and no detail is an entry of its own.")
     index_flush_every: int = Field(default=8, ge=1, description="Write a user's FAISS file every N commits "
                                    "(close() flushes; a stale file is rebuilt from SQLite).")
     max_retries: int = Field(default=5, ge=0, description="Re-plans after a concurrent writer changed the user's memory.")
