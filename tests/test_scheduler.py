@@ -221,7 +221,8 @@ def test_a_config_naming_the_scripted_backend_is_enough(tmp_path):
         # a second session goes through NLI-checked consolidation against the first
         second = m.add([{"role": "user", "content": "My cat Milo likes to sleep on the sofa."}],
                        user_id="alice", user_name="Alice")
-        assert [r["event"] for r in second["results"]] == ["ADD", "ADD"]  # new facts, nothing updated
+        # the new event is added, nothing updated (its details ride in its metadata, not as entries)
+        assert [r["event"] for r in second["results"]] == ["ADD"]
         kept = m.get_all(user_id="alice")["results"]
         assert [r["id"] for r in kept] == [r["id"] for r in added["results"] + second["results"]]
         assert {r["status"] for r in kept} == {"active"}
