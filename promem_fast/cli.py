@@ -228,7 +228,7 @@ def _read_graphs(path: Path):
 
     from pydantic import ValidationError
 
-    if not path.is_file():
+    if not path.exists():  # a FIFO (`view <(jq ...)`, /dev/stdin) is no regular file but reads fine
         raise FileNotFoundError(f"memory graph file not found: {path}")
     text = path.read_text(encoding="utf-8")
     try:
@@ -515,14 +515,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from pydantic import ValidationError
 
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a short output into a closed pipe fails here, not at exit
+        return rc
     except (FileNotFoundError, ValueError, ValidationError) as e:  # bad input: no traceback
         log.debug("command failed", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `promem-fast schema | head`: the reader left, as any Unix filter allows
-        # stdout goes to /dev/null so the interpreter's final flush does not raise again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        log.debug("output pipe closed", exc_info=True)
+        try:  # stdout goes to /dev/null so the interpreter's final flush does not raise again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (replaced in-process)
+            pass
         return 1
 
 

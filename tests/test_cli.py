@@ -94,14 +94,20 @@ def test_a_missing_graph_file_is_named_as_such(tmp_path, capsys, argv):
     assert capsys.readouterr().err == f"error: memory graph file not found: {g}\n"
 
 
-def test_output_into_a_closed_pipe_ends_without_a_traceback():
+@pytest.mark.parametrize("argv", [["schema"], ["keys", "list", "--store", "{store}"]])
+def test_output_into_a_closed_pipe_ends_without_a_traceback(tmp_path, argv):
+    import os
     import subprocess
     import sys
 
-    # fd 1 becomes a pipe whose reader is gone, as in `promem-fast schema | head -1` once head exits
+    store = str(tmp_path / "store")
+    assert main(["keys", "create", "--tenant", "acme", "--admin", "--store", store]) == 0
+    # fd 1 becomes a pipe whose reader is gone, as in `promem-fast schema | head -1` once head
+    # exits; `keys list` prints one short line, which fails only when the buffer is flushed
     code = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
-            "from promem_fast.cli import main; sys.exit(main(['schema']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+            f"from promem_fast.cli import main; sys.exit(main({[a.replace('{store}', store) for a in argv]!r}))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert (p.returncode, p.stderr) == (1, "")
 
 

@@ -7,6 +7,7 @@ import pytest
 from promem_fast.backends.llm.scripted import ScriptedLLM
 from promem_fast.store import AsyncMemory, StoreConfig
 from promem_fast.store.consolidate import subject_of, subjects_compatible
+from promem_fast.store.memory import InvalidInput
 
 from _store_helpers import ScriptedNLI, graph, services
 
@@ -192,16 +193,30 @@ async def test_consolidation_never_deletes(tmp_path):
 
 
 async def test_details_travel_with_their_event_unless_asked_for_as_entries(tmp_path):
+    # d2 is anchored to no event: it goes with the event of its turn (t1); d3's turn grounds no event
     g = graph("s1", [("Alice adopted a puppy.", "2023-05-08"), ("Alice started puppy training.", "2023-05-20")],
-              details=[("called Max", "t0", ["e1"]), ("went", "t0", [])])
+              details=[("called Max", "t0", ["e1", "e2"]), ("clicker", "t1", []), ("went", "t7", [])])
     m = make(tmp_path, ScriptedNLI())
     res = await m.add_graph(g, user_id="alice")
     recs = [await m.get(r["id"]) for r in res["results"]]
     assert [(r["memory"], r["kind"], r["metadata"]["details"]) for r in recs] == [
-        ("Alice adopted a puppy.", "event", ["called Max"]), ("Alice started puppy training.", "event", [])]
+        ("Alice adopted a puppy.", "event", ["called Max"]),
+        ("Alice started puppy training.", "event", ["called Max", "clicker"])]
+    with pytest.raises(InvalidInput, match="metadata.details"):
+        await m.add_graph(g, user_id="alice", metadata={"details": "mine"})
     m2 = make(tmp_path / "with", ScriptedNLI(), include_details=True)
     res = await m2.add_graph(g, user_id="alice")
-    assert [(await m2.get(r["id"]))["kind"] for r in res["results"]] == ["event", "event", "detail", "detail"]
+    assert [(await m2.get(r["id"]))["kind"] for r in res["results"]] == ["event", "event"] + ["detail"] * 3
+
+
+async def test_a_merged_event_adds_its_details_to_the_kept_entry(tmp_path):
+    m = make(tmp_path, ScriptedNLI())
+    first = await m.add_graph(graph("s1", [("Alice adopted a puppy.", "2023-05-08")]), user_id="alice")
+    again = await m.add_graph(graph("s2", [("Alice adopted a puppy.", "2023-05-08")],
+                                    details=[("called Max", "t0", ["e1"])]), user_id="alice")
+    assert [r["event"] for r in again["results"]] == ["NONE"]
+    assert again["results"][0]["id"] == first["results"][0]["id"]
+    assert (await m.get(first["results"][0]["id"]))["metadata"]["details"] == ["called Max"]
 
 
 async def test_relations_and_details_are_stored_with_entry_ids(tmp_path):

@@ -251,6 +251,7 @@ def test_errors_name_the_field(mem):
         (dict(messages=MESSAGES), "user_id"),
         (dict(messages=MESSAGES, user_id="two words"), "user_id"),
         (dict(messages=MESSAGES, user_id="u", metadata={"source": "x"}), "metadata.source"),
+        (dict(messages=MESSAGES, user_id="u", metadata={"details": "x"}), "metadata.details"),
         (dict(messages=MESSAGES, user_id="u", metadata=["x"]), "metadata"),
         (dict(messages=MESSAGES, user_id="u", timestamp="not a date"), "timestamp"),
         (dict(messages=MESSAGES, user_id="u", timestamp=[1]), "timestamp"),

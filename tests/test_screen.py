@@ -1642,9 +1642,10 @@ async def test_a_re_read_is_asked_only_about_details_whose_every_word_the_turn_s
         asked[turn] = req.messages[-1]["content"].split("about:")[1]
         return json.dumps(["Nora wants to be brave for her family."])
 
-    # "mentors" is the other speaker's word; "hip-hop" is said in no turn of the user
+    # "mentors" is the other speaker's word; t3 says "tap" but not "classes" (half of the words:
+    # enough before, when a turn was read again for details half-stated in it)
     _, added = await _recover(rows, [("t1", "family and mentors"), ("t1", "brave for my family"),
-                                     ("t3", "hip-hop classes")], reread)
+                                     ("t3", "tap classes")], reread)
     assert set(asked) == {"t1"}  # t3's only detail names what t3 does not say
     assert '"brave for my family"' in asked["t1"] and "mentors" not in asked["t1"]
     assert added == ["Nora wants to be brave for her family."]

@@ -14,7 +14,8 @@ vLLM, an OpenAI-compatible server), and each verified entry is stored through Me
 ``add(..., infer=False)`` and procedural memory (``memory_type=...``) go to Mem0 unchanged.
 
 Stored metadata per entry (besides the caller's ``metadata``): ``source`` ("promem_fast"),
-``kind`` ("event" | "detail"), ``session_id``, ``graph_node_id``, ``source_turn_ids`` (the
+``kind`` ("event"; "detail" with ``include_details``), ``details`` (an event's anchored
+details, §3.5), ``session_id``, ``graph_node_id``, ``source_turn_ids`` (the
 dialogue turns that ground it, ``t0, t1, ...`` = message positions), ``event_time`` (ISO 8601,
 when it happened: a resolved date of the entry, else its turn's timestamp), ``dates``,
 ``confidence`` (highest NLI entailment probability in [0, 1]; None when unverified),
@@ -78,7 +79,7 @@ MINILM_DIMS = 384
 _LIST_LIMIT = 100_000  # entries of one session read back to find already-stored ids
 _PROV_KEYS = frozenset({
     "source", "kind", "session_id", "graph_node_id", "source_turn_ids", "event_time", "dates",
-    "confidence", "subject", "promem_id", "promem_input",
+    "confidence", "subject", "promem_id", "promem_input", "details",
 })
 
 

@@ -172,7 +172,8 @@ def graph_candidates(
     metadata: Optional[dict[str, Any]] = None,
 ) -> list[Candidate]:
     """Flatten a verified graph into entry candidates: its events, each with the texts of the
-    details anchored to it (§3.5 detail anchoring) in ``metadata["details"]``; with
+    details anchored to it (§3.5 detail anchoring; a detail anchored to none goes with the
+    events whose source turns hold its turn) in ``metadata["details"]``; with
     ``include_details`` also each detail as an entry of its own (kind "detail", after the events).
 
     Details alone are phrases cut from a turn ("went", "support group", "sugary sodas" of
@@ -191,9 +192,11 @@ def graph_candidates(
     ev_time: dict[str, Optional[str]] = {}
     anchored: dict[str, list[str]] = {}
     for d in graph.details:
-        for x in d.event_ids:
-            if d.text.strip():
-                anchored.setdefault(x, []).append(d.text)
+        if not d.text.strip():
+            continue
+        # a detail DA left unanchored goes with the events that cite its turn, if any
+        for x in d.event_ids or [e.id for e in graph.events if d.turn_id in e.source_turn_ids]:
+            anchored.setdefault(x, []).append(d.text)
     for e in graph.events:
         if not e.text.strip():
             logger.info("session %r: event %s has no text; skipped", graph.session_id, e.id)
@@ -399,7 +402,8 @@ class Consolidator:
             if action == "merge":
                 target = olds[0]
                 prov = {"session_id": c.session_id, "graph_node_id": c.graph_node_id, "text": c.text,
-                        "source_turn_ids": c.source_turn_ids, "nli": c.nli}
+                        "source_turn_ids": c.source_turn_ids, "nli": c.nli,
+                        "details": list(c.metadata.get("details") or [])}
                 plan.merges.append((target.id, prov, ev, c.confidence))
                 plan.history.append({"memory_id": target.id, "event": "MERGE", "old_memory": target.text,
                                      "new_memory": c.text, **hist_common,

@@ -98,7 +98,7 @@ def keyless_users(store: SQLiteStore) -> list[str]:
     """User ids written while the store had no API key (plain ids, no tenant prefix), sorted:
     no key reaches their memory until it is moved into a tenant (``store export`` /
     ``store import --tenant``)."""
-    return [u for u in store.user_ids() if TENANT_SEP not in u]
+    return sorted(u for u in store.users() if TENANT_SEP not in u)
 
 
 def keyless_warning(users: Sequence[str], store_dir: str) -> str:

@@ -304,7 +304,8 @@ class AsyncMemory:
         Args:
             messages: see :func:`messages_to_session`.
             user_id: owner of the memory (required).
-            metadata: stored on every new entry (JSON object).
+            metadata: stored on every new entry (JSON object; the key "details" is reserved for
+                each event's anchored details).
             session_id: overrides the session id (default: the Session's, or a content hash).
             user_name: the name entries use for the user (default: the Session's, else "User").
 
@@ -349,6 +350,8 @@ class AsyncMemory:
         if not isinstance(graph, MemoryGraph):
             graph = MemoryGraph.model_validate(graph)
         metadata = _json_safe("metadata", dict(metadata or {}))
+        if "details" in metadata:
+            raise InvalidInput("metadata.details", "reserved: each event entry's anchored details are stored there")
         for i, e in enumerate(graph.events):
             _check_text(f"graph.events[{i}].text", e.text, allow_empty=True)
         for i, d in enumerate(graph.details):

@@ -703,11 +703,17 @@ class SQLiteStore:
                         (target_id, user_id, prov.get("session_id"), prov.get("graph_node_id"), prov["text"],
                          json.dumps(prov.get("source_turn_ids", [])), json.dumps(prov.get("nli", [])), now),
                     )
-                    row = c.execute("SELECT nli, confidence FROM entries WHERE id=?", (target_id,)).fetchone()
+                    row = c.execute("SELECT nli, confidence, metadata FROM entries WHERE id=?",
+                                    (target_id,)).fetchone()
                     nli = json.loads(row[0]) + list(evidence)
                     new_conf = max(x for x in (row[1], conf) if x is not None) if (row[1] is not None or conf is not None) else None
-                    c.execute("UPDATE entries SET nli=?, confidence=?, updated_at=? WHERE id=?",
-                              (json.dumps(nli), new_conf, now, target_id))
+                    meta = json.loads(row[2])
+                    # the merged-in event's details join the kept entry's (an event entry's list)
+                    extra = [d for d in prov.get("details") or [] if d not in (meta.get("details") or [])]
+                    if extra and isinstance(meta.get("details", []), list):
+                        meta["details"] = list(meta.get("details") or []) + extra
+                    c.execute("UPDATE entries SET nli=?, confidence=?, metadata=?, updated_at=? WHERE id=?",
+                              (json.dumps(nli), new_conf, json.dumps(meta), now, target_id))
                 for src, typ, tgt, probe in plan.relations:
                     c.execute(
                         "INSERT OR IGNORE INTO relations(user_id, session_id, source_id, type, target_id, probe_question) "
