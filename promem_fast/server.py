@@ -682,14 +682,15 @@ def serve(host: str = "127.0.0.1", port: int = 8000, config: Optional[Config] = 
     if not (insecure_no_auth or is_loopback(host)) and not (path and (Path(path) / "memory.db").is_file()):
         check_host(host, False, insecure_no_auth)  # no store yet, so no key: refuse before creating one
     memory = AsyncMemory(config or Config(), path=path, store_config=store_config)
+    has_keys = APIKeys(memory.store).any_exist()
     try:
-        check_host(host, APIKeys(memory.store).any_exist(), insecure_no_auth)
+        check_host(host, has_keys, insecure_no_auth)
     except InsecureHost:
         memory.store.close()
         raise
     if insecure_no_auth and not is_loopback(host):
         logger.warning("serving on %s with --insecure-no-auth: every user's memory is open to any caller", host)
-    stranded = keyless_users(memory.store) if APIKeys(memory.store).any_exist() else []
+    stranded = keyless_users(memory.store) if has_keys else []
     if stranded:
         logger.warning("%s", keyless_warning(stranded, path or "the store"))
     app = create_app(memory, jobs_root=jobs_root, job_concurrency=(config or Config()).engine.concurrency)

@@ -708,10 +708,12 @@ class SQLiteStore:
                     nli = json.loads(row[0]) + list(evidence)
                     new_conf = max(x for x in (row[1], conf) if x is not None) if (row[1] is not None or conf is not None) else None
                     meta = json.loads(row[2])
-                    # the merged-in event's details join the kept entry's (an event entry's list)
-                    extra = [d for d in prov.get("details") or [] if d not in (meta.get("details") or [])]
-                    if extra and isinstance(meta.get("details", []), list):
-                        meta["details"] = list(meta.get("details") or []) + extra
+                    # the merged-in event's details join the kept entry's list
+                    have = meta.get("details", [])
+                    if isinstance(have, list):
+                        extra = [d for d in prov.get("details") or [] if d not in have]
+                        if extra:
+                            meta["details"] = have + extra
                     c.execute("UPDATE entries SET nli=?, confidence=?, metadata=?, updated_at=? WHERE id=?",
                               (json.dumps(nli), new_conf, json.dumps(meta), now, target_id))
                 for src, typ, tgt, probe in plan.relations:
