@@ -41,6 +41,12 @@ def _rules() -> dict:
             m["text"], m["user"], m["user_turns"], m["cited_other"], m["others"], m["reply"]),
         "owner_swapped": lambda m: bool(m["turn"]) and screen.owner_swapped(m["text"], m["user"], m["turn"]),
         "unstated_age": lambda m: bool(m["turn"]) and screen.unstated_age(m["text"], m["turn"], m["previous"]),
+        "held_by_other": lambda m: screen.held_by_other(
+            m["text"], m["user"], m["user_turns"], m["other_turns"], m["others"]),
+        "reaction_to_other": lambda m: bool(m["turn"]) and screen.reaction_to_other(
+            m["text"], m["user"], m["previous"], m["turn"]),
+        "remark_on_other_news": lambda m: bool(m["turn"]) and screen.remark_on_other_news(
+            m["text"], m["user"], m["turn"], m["previous"]),
     }
 
 
@@ -76,6 +82,7 @@ def _memory(s, text: str, label: str, premise_id, cited_ids) -> dict:
         "reply": nxt.content if nxt is not None and nxt.role != "user" else "",
         "cited_other": [turns[t].content for t in cited_ids if t in turns and turns[t].role != "user"],
         "user_turns": [t.content for t in s.turns if t.role == "user"],
+        "other_turns": [t.content for t in s.turns if t.role != "user"],
     }
 
 
@@ -122,7 +129,7 @@ def observations(sessions: dict) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rule", required=True, help="one of: phrase_from_other, owner_swapped, unstated_age")
+    ap.add_argument("--rule", required=True, help="one of: " + ", ".join(sorted(_rules())))
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--observations", action="store_true", help="also replay LoCoMo's gold observations")
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")

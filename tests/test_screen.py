@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
-    OWNER_REASON, PHRASE_REASON,
+    OWNER_REASON, HELD_BY_OTHER_REASON, PHRASE_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -464,6 +464,13 @@ def test_a_reaction_clause_to_what_the_other_side_said(entry, turn, before, reac
     # an action, not a stance: borrowed_from_other decides
     ("Nora is racing at the harbour regatta.", "Racing at the harbour regatta!",
      "Those are my rowers, they race at the harbour regatta in May.", False),
+    # the other side's news in another form of its verb ("won" / "winning", "rode" / "riding")
+    ("Nora is happy about winning the cup.", "Wow! Winning the cup is amazing! Which race was it?",
+     "My crew won the cup at the harbour regatta.", True),
+    ("Nora is excited about riding the ferry.", "Riding the ferry, how fun!", "We rode the ferry to the islands.", True),
+    # a word no form of which the other side said is the user's own
+    ("Nora is happy about winning the medal.", "Wow! Winning the medal is amazing!",
+     "My crew won the cup at the harbour regatta.", False),
 ])
 def test_an_echo_of_the_other_speakers_turn(entry, turn, before, echo):
     assert screen.reaction_to_other(entry, "Nora", before, turn) is echo
@@ -895,6 +902,45 @@ async def test_an_attribute_handed_from_a_named_owner_to_the_user_is_discarded()
                                          ("Nora bakes on Sundays.", ["u1"])])
     assert kept == ["Nora bakes on Sundays."]
     assert why == {"Nora's crust is perfect.": OWNER_REASON}
+
+
+# --- a thing the other speaker calls "my ..." and the user "your ..." ---------------------------
+
+HOLDER_USER = ["How's your pottery studio going? Found a kiln yet?", "My garden is blooming, and I got a new job."]
+HOLDER_OTHER = ["Still looking for a kiln for my pottery studio.", "My students loved the glaze class!",
+                "Our business plan is done."]
+
+
+@pytest.mark.parametrize("entry, held", [
+    ("Nora is determined to make her pottery studio work.", True),
+    ("Nora found a kiln for her own pottery studio.", True),      # "own" says nothing of whose
+    ("Nora's pottery studio is downtown.", True),                  # "<user>'s" as "her"
+    ("Nora loves her garden.", False),                             # the user says "my garden"
+    ("Nora got a job at her new office.", False),                  # no one says "my office"
+    ("Nora is proud of Kai and her pottery studio.", False),       # "her" may be Kai
+    ("Nora teaches her students glaze.", False),                   # the user never says "your students"
+    ("Nora finished her business plan.", False),                   # the user never says "your business plan"
+    ("Nora bought a kiln for her studio.", True),                  # "my pottery studio" / "your pottery studio"
+    ("Nora bought a kiln for her shed.", False),                   # no one says "my shed" or "your shed"
+])
+def test_a_thing_the_other_speaker_calls_mine_is_not_the_users(entry, held):
+    assert screen.held_by_other(entry, "Nora", HOLDER_USER, HOLDER_OTHER, ["Kai"]) is held
+
+
+def test_a_thing_held_by_the_other_needs_both_sides_of_the_session():
+    assert not screen.held_by_other("Nora is determined to make her pottery studio work.", "Nora", [], HOLDER_OTHER)
+    assert not screen.held_by_other("Nora is determined to make her pottery studio work.", "Nora", HOLDER_USER, [])
+
+
+async def test_a_thing_of_the_other_speaker_given_to_the_user_is_discarded():
+    rows = [("a1", "assistant", "Still looking for a kiln for my pottery studio."),
+            ("u1", "user", "How's your pottery studio going?"),
+            ("a2", "assistant", "Slowly, it's been quite a journey."),
+            ("u2", "user", "I'm determined to make it work this year, and to finish my first vase this week.")]
+    kept, why, _ = await screened(rows, [("Nora is determined to make her pottery studio work.", ["u2"]),
+                                         ("Nora is determined to finish her first vase this week.", ["u2"])])
+    assert kept == ["Nora is determined to finish her first vase this week."]
+    assert why == {"Nora is determined to make her pottery studio work.": HELD_BY_OTHER_REASON}
 
 
 # --- a phrase of the other speaker's turn pinned on the user ------------------------------------

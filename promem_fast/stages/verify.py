@@ -70,6 +70,7 @@ CITED_OTHER_REASON = "the other speaker's turn it cites states it better than th
 WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 PHRASE_REASON = "copies a phrase of the other speaker's turn that no user turn says: their words, not the user's"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
+HELD_BY_OTHER_REASON = "gives the user what the other speaker calls 'my ...' and the user 'your ...'"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
@@ -400,6 +401,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.owner_swapped(text, name, turn.content):
         return OWNER_REASON
+    if screen.held_by_other(text, name, [t.content for t in state.user_text_turns], other_turns, others):
+        return HELD_BY_OTHER_REASON
     if screen.said_of_it(text, name, turn.content):
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
