@@ -1697,6 +1697,44 @@ async def test_a_re_read_is_asked_only_about_details_whose_every_word_the_turn_s
     assert added == ["Nora wants to be brave for her family."]
 
 
+async def test_a_name_no_detail_lists_and_no_entry_states_is_asked_about():
+    rows = [("t0", "assistant", "Paris?! Never been. How was the studio hunt, Nora?"),
+            ("t1", "user", "Wow, nice! Been only to Lisbon once. Thanks, Kaity! Did you see Porto, Kai?"),
+            ("t2", "assistant", "Not yet. Plans for the weekend?"),
+            ("t3", "user", "Kai and Mia! Going to the Alfama market with my aunt on Friday.")]
+    asked = {}
+
+    def reread(req):
+        turn = "t1" if "[t1]" in req.messages[-1]["content"] else "t3"
+        asked[turn] = req.messages[-1]["content"].split("about:")[1]
+        return json.dumps({"t1": ["Nora has been to Lisbon once."],
+                           "t3": ["Nora is going to the Alfama market with her aunt."]}[turn])
+
+    # t1: "Lisbon"; not "Kaity" (its sentence says nothing but thanks) nor "Porto" (in a
+    # question to the other side); t3: "Alfama", not "Friday" (a day) nor "Mia" (a sentence
+    # of names only, the other speaker's included)
+    state, added = await _recover(rows, [], reread, entries=[("Nora is going to the market on Friday.", "t3")])
+    assert set(asked) == {"t1", "t3"}
+    assert '"Lisbon"' in asked["t1"] and "Kaity" not in asked["t1"] and "Porto" not in asked["t1"]
+    assert '"Alfama"' in asked["t3"] and "Friday" not in asked["t3"] and "Mia" not in asked["t3"]
+    assert added == ["Nora has been to Lisbon once.", "Nora is going to the Alfama market with her aunt."]
+
+
+def test_uncovered_names_skip_speakers_common_words_and_foreign_turns():
+    from promem_fast.stages.complete import uncovered_names
+    rows = [("t0", "assistant", "How was the trip, Nora?"),
+            ("t1", "user", "Great, Kai! My Family loved Sweden. Mel said my Travel Preference is Rome."),
+            ("t2", "assistant", "Und dann?"),
+            ("t3", "user", "Dann sind wir nach Berlin gefahren, mit dem Zug.")]
+    s = session(rows)
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    # "Kai" (the other speaker), "Family" and "Travel Preference" (common words), "Mel" (a
+    # sentence's first word is capitalised anyway) and a German turn (so is every noun) give none
+    assert uncovered_names(state) == {"t1": ["Sweden", "Rome"]}
+    state.entries = [Entry("Nora's family loved Sweden.", "draft", "kept", ["t1"])]
+    assert uncovered_names(state) == {"t1": ["Rome"]}
+
+
 async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():
     from promem_fast.stages.complete import OTHER_NAMED_REASON
     rows = [("t0", "assistant", "I gave a talk at my school."),  # the other speaker is "Kai"

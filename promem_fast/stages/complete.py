@@ -12,11 +12,15 @@ fine details: a user turn whose details no verified entry states is read again.
 from __future__ import annotations
 
 import logging
+import re
+
+from lemminflect import getAllLemmas
 
 from ..context import SessionContext
 from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
 from ..schema import Turn
+from ..timeparse import language_of
 from . import screen
 from .extract import PAIR_SHARE, content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
@@ -91,12 +95,73 @@ def uncovered_details(state: PipelineState) -> dict[str, list[str]]:
     return out
 
 
+_NAME_TOKEN = re.compile(r"[A-Za-z][\w'\u2019-]*|\S")
+# a day or month is a time, which date resolution handles, not a thing to recall; interjections
+_NOT_NAMES = frozenset((screen._MONTHS + " " + screen._WEEKDAYS).split()) | frozenset(
+    "mon tue tues wed thu thur thurs fri sat sun i i'm i've i'll i'd hey yeah yep yay lol omg ok btw haha hmm".split())
+# a sentence to the other side ("I'm so proud of you for ... the LGBTQ community") is about them
+_YOU = frozenset("you your you're you've yours yourself".split())
+
+
+def _names_in(sentence: str, skip: set[str]) -> list[str]:
+    """Names in one English ``sentence``: runs of capitalised words after its first word
+    that lemminflect does not know as a common word ("Rome", "Shirley Franco", "LGBTQ"; not
+    "Family", "One", "Movie"), without days, months, interjections or the words of ``skip``
+    (speakers' names and their short forms)."""
+    toks = _NAME_TOKEN.findall(sentence.replace("\u2019", "'"))
+    runs: list[list[str]] = []
+    prev = -2
+    for k, t in enumerate(toks):
+        low = t.lower()
+        if k == 0 or not t[:1].isupper() or low in _NOT_NAMES or getAllLemmas(low) \
+                or screen._short_of(t, skip):
+            continue
+        if k == prev + 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+        prev = k
+    return [" ".join(r) for r in runs]
+
+
+def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
+    """Turn id -> the names (:func:`_names_in`) that the turn says of its speaker
+    (:func:`.screen.own_statements`) and that no live entry states, in order, each once.
+    The 1.5B details stage leaves out names said in passing ("Been only to Rome once."), and
+    the completeness check on details sees only what it lists. Sentences with "you" / "your"
+    are said to the other side and give no names, nor does a sentence that says nothing
+    else ("Thanks, Mell!", "Luna and Oliver!"). English turns only (a German
+    noun is capitalised); the user's and the other speakers' names and short forms ("Mel")
+    are not names to recover."""
+    skip = {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
+    texts = [state.entries[i].text.lower() for i in state.live_entries()]
+    out: dict[str, list[str]] = {}
+    for turn in state.user_text_turns:
+        if any(c.isalpha() and ord(c) > 0x24F for c in turn.content) or language_of(turn.content) != "en":
+            continue
+        own = screen.own_statements(turn.content)
+        for sent in screen._SENTENCE_END.split(own):
+            if _YOU & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}:
+                continue
+            names = _names_in(sent, skip)
+            said = {w for n in names for w in content_words(n)}
+            if not [w for w in content_words(sent) if w not in said and not screen._short_of(w, skip)]:
+                continue  # "Thanks, Mell!", "Luna and Oliver!": nothing said of the name
+            for name in names:
+                words = content_words(name)
+                if words and name not in out.get(turn.turn_id, ()) and not any(_states_all(words, t) for t in texts):
+                    out.setdefault(turn.turn_id, []).append(name)
+    return out
+
+
 async def recover_from_details(ctx: SessionContext, state: PipelineState) -> list[int]:
     """Completeness check on details (not in the paper, which checks only events, §3.3).
 
     Extracted turn by turn (§3.2), the details show what a user turn stated; a turn with
     details that no live entry states was missed by the draft and by the events, or its entry
-    was discarded by HV (e.g. a flipped "likes"). Each such turn (at most
+    was discarded by HV (e.g. a flipped "likes"). A name the turn says of its speaker that
+    no detail lists and no entry states counts as a missing detail too
+    (:func:`uncovered_names`: "Been only to Rome once."). Each such turn (at most
     ``max_detail_recoveries``, most uncovered details first) is read again in one short
     call (:func:`~promem_fast.prompts.extract.recover_request`, at most
     ``recovered_facts_per_detail`` facts per missing detail and ``max_recovered_facts`` in
@@ -122,6 +187,9 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     """
     p = ctx.config.pipeline
     missing = uncovered_details(state)
+    for tid, names in uncovered_names(state).items():
+        have = {norm_key(d) for d in missing.get(tid, ())}
+        missing.setdefault(tid, []).extend(n for n in names if norm_key(n) not in have)
     if not missing or p.max_detail_recoveries == 0:
         return []
     by_id = {t.turn_id: t for t in state.user_text_turns}
