@@ -42,7 +42,7 @@ def _rules() -> dict:
         "owner_swapped": lambda m: bool(m["turn"]) and screen.owner_swapped(m["text"], m["user"], m["turn"]),
         "unstated_age": lambda m: bool(m["turn"]) and screen.unstated_age(m["text"], m["turn"], m["previous"]),
         "held_by_other": lambda m: screen.held_by_other(
-            m["text"], m["user"], m["user_turns"], m["other_turns"], m["others"]),
+            m["text"], m["user"], m["user_turns"], m["other_turns"], m["others"], m["turn"]),
         "reaction_to_other": lambda m: bool(m["turn"]) and screen.reaction_to_other(
             m["text"], m["user"], m["previous"], m["turn"]),
         "remark_on_other_news": lambda m: bool(m["turn"]) and screen.remark_on_other_news(

@@ -918,13 +918,24 @@ HOLDER_OTHER = ["Still looking for a kiln for my pottery studio.", "My students 
     ("Nora loves her garden.", False),                             # the user says "my garden"
     ("Nora got a job at her new office.", False),                  # no one says "my office"
     ("Nora is proud of Kai and her pottery studio.", False),       # "her" may be Kai
-    ("Nora teaches her students glaze.", False),                   # the user never says "your students"
+    ("Nora teaches her students.", False),                         # the user never says "your students"
     ("Nora finished her business plan.", False),                   # the user never says "your business plan"
     ("Nora bought a kiln for her studio.", True),                  # "my pottery studio" / "your pottery studio"
     ("Nora bought a kiln for her shed.", False),                   # no one says "my shed" or "your shed"
 ])
 def test_a_thing_the_other_speaker_calls_mine_is_not_the_users(entry, held):
     assert screen.held_by_other(entry, "Nora", HOLDER_USER, HOLDER_OTHER, ["Kai"]) is held
+
+
+def test_a_thing_the_premise_turn_says_as_the_users_own_stays_hers():
+    users = ["How are your kids?", "Took the kids to the zoo on Sunday."]
+    other = ["My kids are great, thanks!"]
+    # both speakers have kids: the premise turn says "the kids", not "your kids"
+    assert not screen.held_by_other("Nora took her kids to the zoo.", "Nora", users, other, ["Kai"],
+                                    "Took the kids to the zoo on Sunday.")
+    # a premise turn that says it only as "your ..." (or not at all) leaves it the other's
+    assert screen.held_by_other("Nora loves her kids.", "Nora", users, other, ["Kai"], "How are your kids?")
+    assert screen.held_by_other("Nora loves her kid.", "Nora", users, other, ["Kai"], "Wow!")  # singular
 
 
 def test_a_thing_held_by_the_other_needs_both_sides_of_the_session():
@@ -1699,9 +1710,9 @@ async def test_a_re_read_is_asked_only_about_details_whose_every_word_the_turn_s
 
 async def test_a_name_no_detail_lists_and_no_entry_states_is_asked_about():
     rows = [("t0", "assistant", "Paris?! Never been. How was the studio hunt, Nora?"),
-            ("t1", "user", "Wow, nice! Been only to Lisbon once. Thanks, Kaity! Did you see Porto, Kai?"),
+            ("t1", "user", "Wow, nice! Been only to Lisbon once. Thanks, Kaity! I'm so proud of you for the Porto race."),
             ("t2", "assistant", "Not yet. Plans for the weekend?"),
-            ("t3", "user", "Kai and Mia! Going to the Alfama market with my aunt on Friday.")]
+            ("t3", "user", "Kai and Mia! Going to the Alfama market with my aunt on Saturday.")]
     asked = {}
 
     def reread(req):
@@ -1711,28 +1722,46 @@ async def test_a_name_no_detail_lists_and_no_entry_states_is_asked_about():
                            "t3": ["Nora is going to the Alfama market with her aunt."]}[turn])
 
     # t1: "Lisbon"; not "Kaity" (its sentence says nothing but thanks) nor "Porto" (in a
-    # question to the other side); t3: "Alfama", not "Friday" (a day) nor "Mia" (a sentence
-    # of names only, the other speaker's included)
-    state, added = await _recover(rows, [], reread, entries=[("Nora is going to the market on Friday.", "t3")])
+    # sentence said to the other side: "you"); t3: "Alfama", not "Saturday" (a day) nor
+    # "Mia" (a sentence of names only, the other speaker's included)
+    state, added = await _recover(rows, [], reread, entries=[("Nora is going to the market with her aunt.", "t3")])
     assert set(asked) == {"t1", "t3"}
     assert '"Lisbon"' in asked["t1"] and "Kaity" not in asked["t1"] and "Porto" not in asked["t1"]
-    assert '"Alfama"' in asked["t3"] and "Friday" not in asked["t3"] and "Mia" not in asked["t3"]
+    assert '"Alfama"' in asked["t3"] and "Saturday" not in asked["t3"] and "Mia" not in asked["t3"]
     assert added == ["Nora has been to Lisbon once.", "Nora is going to the Alfama market with her aunt."]
 
 
+async def test_a_name_inside_a_missing_detail_is_not_asked_about_twice():
+    rows = [("t0", "assistant", "How was the spring?"), ("t1", "user", "I took a trip to Lisbon with my aunt.")]
+    asked = []
+
+    def reread(req):
+        asked.append(req.messages[-1]["content"].split("about:")[1])
+        return json.dumps(["Nora took a trip to Lisbon with her aunt."])
+
+    _, added = await _recover(rows, [("t1", "trip to Lisbon")], reread)
+    assert len(asked) == 1 and '"trip to Lisbon"' in asked[0] and '"Lisbon"' not in asked[0]
+    assert added == ["Nora took a trip to Lisbon with her aunt."]
+
+
 def test_uncovered_names_skip_speakers_common_words_and_foreign_turns():
-    from promem_fast.stages.complete import uncovered_names
+    from promem_fast.stages.complete import _names_in, uncovered_names
     rows = [("t0", "assistant", "How was the trip, Nora?"),
-            ("t1", "user", "Great, Kai! My Family loved Sweden. Mel said my Travel Preference is Rome."),
+            ("t1", "user", "Great, Kai! My Family loved Sweden and New York. "
+                           "Mel said my Travel Preference is Rome, gonna ask Grandma's CEO."),
             ("t2", "assistant", "Und dann?"),
             ("t3", "user", "Dann sind wir nach Berlin gefahren, mit dem Zug.")]
     s = session(rows)
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
-    # "Kai" (the other speaker), "Family" and "Travel Preference" (common words), "Mel" (a
-    # sentence's first word is capitalised anyway) and a German turn (so is every noun) give none
-    assert uncovered_names(state) == {"t1": ["Sweden", "Rome"]}
+    # "Kai" (the other speaker), "Family", "Travel Preference" and "Grandma's" (common words),
+    # "CEO" (an acronym), "Mel" (a sentence's first word is capitalised anyway) and a German
+    # turn (so is every noun there) give none; "New York" is one name
+    assert uncovered_names(state) == {"t1": ["Sweden", "New York", "Rome"]}
     state.entries = [Entry("Nora's family loved Sweden.", "draft", "kept", ["t1"])]
-    assert uncovered_names(state) == {"t1": ["Rome"]}
+    assert uncovered_names(state) == {"t1": ["New York", "Rome"]}
+    # chat spellings, days with a possessive, hyphenated speaker names; an accented capital
+    assert _names_in("So Im gonna meet Élodie on Friday's fair, Jean-Luc.", {"jean", "luc"}) == ["Élodie"]
+    assert _names_in("Then Dr Okafor called.", set()) == ["Dr Okafor"]
 
 
 async def test_a_re_read_fact_that_names_the_other_speaker_is_dropped():

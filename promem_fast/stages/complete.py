@@ -95,33 +95,48 @@ def uncovered_details(state: PipelineState) -> dict[str, list[str]]:
     return out
 
 
-_NAME_TOKEN = re.compile(r"[A-Za-z][\w'\u2019-]*|\S")
+_NAME_TOKEN = re.compile(r"[^\W\d_][\w'-]*|\S")
 # a day or month is a time, which date resolution handles, not a thing to recall; interjections
+# and chat spellings are capitalised at will
 _NOT_NAMES = frozenset((screen._MONTHS + " " + screen._WEEKDAYS).split()) | frozenset(
-    "mon tue tues wed thu thur thurs fri sat sun i i'm i've i'll i'd hey yeah yep yay lol omg ok btw haha hmm".split())
+    "mon tue tues wed thu thur thurs fri sat sun i i'm i've i'll i'd im ive ill id hey yeah yep yay lol omg ok "
+    "btw haha hmm gonna wanna gotta dunno kinda sorta idk tbh omw pls thx ty".split())
 # a sentence to the other side ("I'm so proud of you for ... the LGBTQ community") is about them
 _YOU = frozenset("you your you're you've yours yourself".split())
 
 
+def _bare(token: str) -> str:
+    """``token`` lower-cased without a possessive "'s" ("Grandma's" -> "grandma")."""
+    return re.sub(r"'s$", "", token.lower())
+
+
+def _speaker_word(token: str, skip: set[str]) -> bool:
+    """``token`` is a speaker's name, a short form of one ("Mel"), or a hyphenated one
+    ("Jean-Luc", whose parts ``skip`` holds)."""
+    return screen._short_of(token, skip) or all(screen._short_of(p, skip) for p in _bare(token).split("-") if p)
+
+
 def _names_in(sentence: str, skip: set[str]) -> list[str]:
     """Names in one English ``sentence``: runs of capitalised words after its first word
-    that lemminflect does not know as a common word ("Rome", "Shirley Franco", "LGBTQ"; not
-    "Family", "One", "Movie"), without days, months, interjections or the words of ``skip``
-    (speakers' names and their short forms)."""
+    with at least one that lemminflect does not know as a common word ("Rome", "Shirley
+    Franco", "New York", "Élodie"; not "Family", "One", "Movie", "Grandma's"), without a
+    possessive "'s"; never days, months, interjections, chat spellings ("Gonna", "Im"),
+    acronyms ("CEO", "LGBTQ": many name a kind of thing) or the words of ``skip`` (speakers'
+    names, their short forms and parts)."""
     toks = _NAME_TOKEN.findall(sentence.replace("\u2019", "'"))
     runs: list[list[str]] = []
     prev = -2
     for k, t in enumerate(toks):
-        low = t.lower()
-        if k == 0 or not t[:1].isupper() or low in _NOT_NAMES or getAllLemmas(low) \
-                or screen._short_of(t, skip):
+        bare = _bare(t)
+        if k == 0 or not t[:1].isupper() or t.isupper() or bare in _NOT_NAMES or _speaker_word(t, skip):
             continue
         if k == prev + 1:
-            runs[-1].append(t)
+            runs[-1].append(re.sub(r"'s$", "", t))
         else:
-            runs.append([t])
+            runs.append([re.sub(r"'s$", "", t)])
         prev = k
-    return [" ".join(r) for r in runs]
+    # a run is a name when one of its words is no common word ("New York", not "My Family")
+    return [" ".join(r) for r in runs if any(not getAllLemmas(w.lower()) for w in r)]
 
 
 def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
@@ -187,16 +202,23 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     """
     p = ctx.config.pipeline
     missing = uncovered_details(state)
+    asked_names: dict[str, set[str]] = {}
     for tid, names in uncovered_names(state).items():
-        have = {norm_key(d) for d in missing.get(tid, ())}
-        missing.setdefault(tid, []).extend(n for n in names if norm_key(n) not in have)
+        listed = [d.lower() for d in missing.get(tid, ())]
+        # a name inside a missing detail ("trip to Rome") is asked about with that detail
+        new = [n for n in names if not any(_states_all(content_words(n), d) for d in listed)]
+        if new:
+            missing.setdefault(tid, []).extend(new)
+            asked_names[tid] = set(new)
     if not missing or p.max_detail_recoveries == 0:
         return []
     by_id = {t.turn_id: t for t in state.user_text_turns}
     missing = {t: ds for t, ds in missing.items() if t in by_id}
     if p.screen_entries:
         missing, by_id = _own_missing(state, missing, by_id)
-    todo = sorted(missing, key=lambda t: (-len(missing[t]), state.turn_pos[t]))
+    # turns with most missing details first, then most names: a name does not push out details
+    n_details = {t: sum(d not in asked_names.get(t, ()) for d in ds) for t, ds in missing.items()}
+    todo = sorted(missing, key=lambda t: (-n_details[t], -len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
     per = p.recovered_facts_per_detail
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
