@@ -753,6 +753,10 @@ def test_a_subjectless_clause_about_the_other_side(entry, turn, before, clash):
     # a co-subject is who the turn addresses, not what it states: the clause is found without it
     ("Nora and Kai had a great day at the wedding.", "Congrats, Kai! You both looked great on your wedding day!", True),
     ("Nora and Kai had a great day at the wedding.", "Kai and I had a great day at the wedding!", False),
+    # "Never" before a bare verb is advice; before a past form, a statement that dropped its "I"
+    ("Nora gives up.", "Never give up, Kai!", True),
+    ("Nora visited Lisbon once.", "Lisbon?! Never had a chance to visit. Been only to Porto once.", False),
+    ("Nora has been to Lisbon.", "Never been to Lisbon, sadly.", False),
 ])
 def test_a_sentence_said_to_the_other_side(entry, turn, to_other):
     assert screen.said_to_other(entry, "Nora", turn) is to_other

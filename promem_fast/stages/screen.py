@@ -1867,7 +1867,7 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     toks = {t.lower() for t in _TOKEN.findall(sentence)}
     if toks & _FIRST_PERSON:
         return False
-    if toks & _ADDRESSEE or _ADVICE_START.match(sentence.strip()):
+    if toks & _ADDRESSEE or _advice_opening(sentence.strip()):
         return True
     return bool(k) and _addressed(sents[k - 1])
 
@@ -1948,6 +1948,20 @@ def own_statements(turn_text: str) -> str:
 # the other side, a dropped "I" ("Never had the chance") when choosing what to re-read
 _ADVICE = r"don'?t|do not|please|remember to|make sure|be sure to"
 _ADVICE_START = re.compile(rf"(?:{_ADVICE}|never)\b", re.I)
+
+
+def _advice_opening(sentence: str) -> bool:
+    """``sentence`` opens as advice ("Don't forget ...", "Never give up!"); "Never" before a
+    past form is a statement that dropped its "I" ("Never had a chance to visit it", "Never
+    been to Rome"), read by lemminflect."""
+    m = _ADVICE_START.match(sentence)
+    if not m:
+        return False
+    if m.group(0).lower() != "never":
+        return True
+    nxt = (_TOKEN.findall(sentence[m.end():]) or [""])[0].lower()
+    return not any(nxt in _verb_past(lemma) and nxt != lemma
+                   for lemma in getAllLemmas(nxt, upos="VERB").get("VERB", ()))
 _LETS = r"let'?s|let us"
 _LETS_START = re.compile(rf"(?:{_LETS})\b", re.I)
 # "Let's face it, I'm terrible at cooking" tells of the speaker
