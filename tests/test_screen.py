@@ -1347,6 +1347,33 @@ async def test_near_copies_are_entailed_without_an_nli_call():
     assert len(nli2.pairs) == 1 and state.entries[0].nli[0].by == "nli"
 
 
+async def test_a_negation_the_turn_does_not_say_is_not_a_near_copy():
+    # every content word is in the turn, but "not" turns it around; too few shared words
+    # in one clause for the polarity rule ("OkaforJohn" is no word "John")
+    rows = [("u1", "user", "OkaforJohn is my Classmate, John and I studied together.")]
+    s = session(rows)
+    nli = FakeNLI(default="contradiction")
+    rules = {"verify": keyed({"Entry: John is not": ["John is not a classmate of Nora."],
+                              "Fact: John is not": {"action": "DISCARD", "revised_fact": ""}})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=nli))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry("John is not a classmate of Nora.", "draft", "kept", ["u1"]),
+                     Entry("John is a classmate of Nora.", "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert {h for _, h in nli.pairs} == {"John is not a classmate of Nora."}  # asked, not lexical
+    assert state.entries[0].nli[0].label == "contradiction" and state.entries[0].discarded
+    assert [v.by for v in state.entries[1].nli] == ["lexical"] and not state.entries[1].discarded
+    # a negation the turn says too stays a near-copy
+    rows = [("u1", "user", "I'm not a fan of meat, and my classmate John cooks for me.")]
+    s = session(rows)
+    nli = FakeNLI()  # any NLI call raises
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=nli))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    state.entries = [Entry("Nora is not a fan of meat.", "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert nli.pairs == [] and [v.by for v in state.entries[0].nli] == ["lexical"]
+
+
 async def test_screen_off_keeps_what_the_lenient_judge_accepts():
     rows = [("u1", "user", "I finally got a Siberian husky puppy!")]
     kept, why, _ = await screened(rows, [("Siberian huskies need a lot of daily exercise.", ["u1"])],

@@ -279,6 +279,16 @@ def _verdict(turn: Turn, hypothesis: str, res) -> NLIVerdict:
     return NLIVerdict(premise_turn_id=turn.turn_id, hypothesis=hypothesis, label=res.label, score=res.score)
 
 
+def _lexical(text: str, user_name: str, turn_text: str) -> bool:
+    """:func:`.screen.lexical_entailment`, and a negated ``text`` needs a negation in the
+    turn (outside quotes): the turn's words with a "not" added are not entailed ("John is
+    not a classmate of Sarah" from "John is my Classmate, John and I studied together", a
+    re-read at d31d9c7, whose shared words were too few for the polarity rule)."""
+    if not screen.lexical_entailment(text, user_name, turn_text):
+        return False
+    return not _negated(text) or _negated(screen.unquoted(turn_text))
+
+
 async def _nli_check(
     ctx: SessionContext, state: PipelineState, premise_turn: dict[int, Optional[Turn]],
     items: list[tuple[Hashable, int, str]],
@@ -292,13 +302,13 @@ async def _nli_check(
     for key, i, text in items:
         # a near-copy of the user's turn (every content word there, outside quotes) needs
         # no NLI call; its main clause is then covered too
-        if p.lexical_entailment and screen.lexical_entailment(text, name, premise_turn[i].content):
+        if p.lexical_entailment and _lexical(text, name, premise_turn[i].content):
             pairs.append((key, i, text))
         else:
             pairs.extend((key, i, h) for h in _hypotheses(text, premise_turn[i].content, name, p))
     # a clause the turn plainly negates (or affirms) the other way needs no NLI call
     clash = [p.check_polarity and polarity_clash(h, premise_turn[i].content, name) for _, i, h in pairs]
-    lexical = [not c and p.lexical_entailment and screen.lexical_entailment(h, name, premise_turn[i].content)
+    lexical = [not c and p.lexical_entailment and _lexical(h, name, premise_turn[i].content)
                for (_, i, h), c in zip(pairs, clash)]
     asked = [(_premise(premise_turn[i], sess, name, h, p.premise_max_words), h)
              for (_, i, h), c, lx in zip(pairs, clash, lexical) if not c and not lx]
