@@ -1762,6 +1762,28 @@ async def test_a_name_no_detail_lists_and_no_entry_states_is_asked_about():
     assert added == ["Nora has been to Lisbon once.", "Nora is going to the Alfama market with her aunt."]
 
 
+@pytest.mark.parametrize("answer, kept", [
+    ("Nora has been to Lisbon once.", True),
+    # a fact that takes most of its words from elsewhere is not read from that sentence
+    ("Nora visited Lisbon once, which she had never done, and liked the spot.", False),
+])
+async def test_a_turn_read_again_for_names_only_shows_only_their_sentences(answer, kept):
+    rows = [("t0", "assistant", "I went to Paris yesterday!"),
+            ("t1", "user", "Wow, nice spot! Never had a chance to visit it. Been only to Lisbon once.")]
+    asked = []
+
+    def reread(req):
+        asked.append(req.messages[-1]["content"])
+        return json.dumps([answer])
+
+    state, added = await _recover(rows, [], reread)
+    assert len(asked) == 1 and "Been only to Lisbon once." in asked[0]
+    assert "nice spot" not in asked[0] and "Never had" not in asked[0]
+    assert added == ([answer] if kept else [])
+    if not kept:
+        assert {d.text: d.reason for d in state.discarded} == {answer: "not read from what turn t1 says of its speaker"}
+
+
 async def test_a_name_inside_a_missing_detail_is_not_asked_about_twice():
     rows = [("t0", "assistant", "How was the spring?"), ("t1", "user", "I took a trip to Lisbon with my aunt.")]
     asked = []

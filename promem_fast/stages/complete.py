@@ -139,6 +139,13 @@ def _names_in(sentence: str, skip: set[str]) -> list[str]:
     return [" ".join(r) for r in runs if any(not getAllLemmas(w.lower()) for w in r)]
 
 
+def _sentences_naming(text: str, names: list[str]) -> str:
+    """The sentences of ``text`` that say one of ``names`` (as whole words), in order."""
+    pats = [re.compile(r"(?<![\w])" + re.escape(n) + r"(?![\w])") for n in names]
+    return " ".join(x.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'"))
+                    if x.strip() and any(p.search(x) for p in pats))
+
+
 def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
     """Turn id -> the names (:func:`_names_in`) that the turn says of its speaker
     (:func:`.screen.own_statements`) and that no live entry states, in order, each once.
@@ -220,6 +227,15 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     n_details = {t: sum(d not in asked_names.get(t, ()) for d in ds) for t, ds in missing.items()}
     todo = sorted(missing, key=lambda t: (-n_details[t], -len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
+    for t in todo:
+        # a turn read again for names only is shown only the sentences that say them: shown
+        # the whole turn, the 1.5B model spliced its other sentences into the fact ("Gina
+        # visited Rome once, which she had never done before, and she was impressed by the
+        # spot she saw", at 5001b75)
+        if all(d in asked_names.get(t, ()) for d in missing[t]):
+            only = _sentences_naming(by_id[t].content, missing[t])
+            if only:
+                by_id[t] = by_id[t].model_copy(update={"content": only})
     per = p.recovered_facts_per_detail
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
                             min(p.max_recovered_facts, per * len(missing[t])) if per else p.max_recovered_facts)
