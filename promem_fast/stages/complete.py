@@ -20,7 +20,6 @@ from ..context import SessionContext
 from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
 from ..schema import Turn
-from ..timeparse import language_of
 from . import screen
 from .extract import PAIR_SHARE, content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
@@ -101,8 +100,6 @@ _NAME_TOKEN = re.compile(r"[^\W\d_][\w'-]*|\S")
 _NOT_NAMES = frozenset((screen._MONTHS + " " + screen._WEEKDAYS).split()) | frozenset(
     "mon tue tues wed thu thur thurs fri sat sun i i'm i've i'll i'd im ive ill id hey yeah yep yay lol omg ok "
     "btw haha hmm gonna wanna gotta dunno kinda sorta idk tbh omw pls thx ty".split())
-# a sentence to the other side ("I'm so proud of you for ... the LGBTQ community") is about them
-_YOU = frozenset("you your you're you've yours yourself".split())
 
 
 def _bare(token: str) -> str:
@@ -127,13 +124,13 @@ def _names_in(sentence: str, skip: set[str]) -> list[str]:
     runs: list[list[str]] = []
     prev = -2
     for k, t in enumerate(toks):
-        bare = _bare(t)
-        if k == 0 or not t[:1].isupper() or t.isupper() or bare in _NOT_NAMES or _speaker_word(t, skip):
+        if k == 0 or not t[:1].isupper() or t.isupper() or _bare(t) in _NOT_NAMES or _speaker_word(t, skip):
             continue
+        word = re.sub(r"'s$", "", t)
         if k == prev + 1:
-            runs[-1].append(re.sub(r"'s$", "", t))
+            runs[-1].append(word)
         else:
-            runs.append([re.sub(r"'s$", "", t)])
+            runs.append([word])
         prev = k
     # a run is a name when one of its words is no common word ("New York", not "My Family")
     return [" ".join(r) for r in runs if any(not getAllLemmas(w.lower()) for w in r)]
@@ -159,11 +156,12 @@ def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
     texts = [state.entries[i].text.lower() for i in state.live_entries()]
     out: dict[str, list[str]] = {}
     for turn in state.user_text_turns:
-        if any(c.isalpha() and ord(c) > 0x24F for c in turn.content) or language_of(turn.content) != "en":
+        if not screen.reads_english(turn.content):
             continue
         own = screen.own_statements(turn.content)
         for sent in screen._SENTENCE_END.split(own):
-            if _YOU & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}:
+            # said to the other side ("I'm so proud of you for ... the LGBTQ community"): about them
+            if screen._ADDRESSEE & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}:
                 continue
             names = _names_in(sent, skip)
             said = {w for n in names for w in content_words(n)}

@@ -676,7 +676,8 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
 
 
 # "her dance studio", "his students", "Gina's store": the thing an entry gives its subject
-_HELD_THING = re.compile(r"\b(?:her|his|their)\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)", re.I)
+_THING = r"((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)"
+_HELD_THING = re.compile(rf"\b(?:her|his|their)\s+{_THING}", re.I)
 # adjectives that say nothing of whose the thing is ("her own studio", "his new store")
 _OWNER_NEUTRAL = frozenset("own new old first next little big".split())
 
@@ -706,9 +707,11 @@ def held_by_other(text: str, user_name: str, user_turns: Sequence[str], other_tu
     name_words = {w.casefold() for w in _TOKEN.findall(user_name)}
     named = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     spans = [(m.start(), m.group(1)) for m in _HELD_THING.finditer(body)]
-    own = re.match(rf"{re.escape(user_name)}'s\s+((?:[a-z][\w-]*\s+){{0,2}}[a-z][\w-]*)", body, re.I) if user_name else None
+    own = re.match(rf"{re.escape(user_name)}'s\s+{_THING}", body, re.I) if user_name else None
     if own:
         spans.insert(0, (0, own.group(1)))
+    if not spans:
+        return False
     users = " ".join(user_turns).replace("\u2019", "'")
     theirs = " ".join(other_turns).replace("\u2019", "'")
     premise = _statements(turn_text.replace("\u2019", "'"))
@@ -1896,6 +1899,12 @@ def _addressed(sentence: str) -> bool:
     return bool(head) and head[0].lower() in _YOU_SUBJECT
 
 
+def reads_english(text: str) -> bool:
+    """``text`` is one these English rules read: no letters outside Latin scripts, and
+    :func:`~promem_fast.timeparse.language_of` calls it English."""
+    return not any(c.isalpha() and ord(c) > 0x24F for c in text) and language_of(text) == "en"
+
+
 def own_statements(turn_text: str) -> str:
     """The sentences of ``turn_text`` in which its speaker tells about their own life, in
     turn order, joined by spaces; "" when it has none. A sentence is left out when it:
@@ -1921,7 +1930,7 @@ def own_statements(turn_text: str) -> str:
     :func:`~promem_fast.timeparse.language_of` does not call English (emoji and symbols do
     not count). Shape: str in, str out."""
     text = turn_text.replace("\u2019", "'")
-    if any(c.isalpha() and ord(c) > 0x24F for c in text) or language_of(text) != "en":
+    if not reads_english(text):
         return turn_text
     keep = []
     before = ""  # the sentence before, for a statement that goes on about the other side
@@ -1962,6 +1971,8 @@ def _advice_opening(sentence: str) -> bool:
     nxt = (_TOKEN.findall(sentence[m.end():]) or [""])[0].lower()
     return not any(nxt in _verb_past(lemma) and nxt != lemma
                    for lemma in getAllLemmas(nxt, upos="VERB").get("VERB", ()))
+
+
 _LETS = r"let'?s|let us"
 _LETS_START = re.compile(rf"(?:{_LETS})\b", re.I)
 # "Let's face it, I'm terrible at cooking" tells of the speaker
