@@ -6,6 +6,7 @@ Internal (not part of the public API): stages read and write a :class:`PipelineS
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass, field
@@ -106,6 +107,12 @@ class PipelineState:
     @property
     def user_text_turns(self) -> list[Turn]:
         return [t for t in self.text_turns if t.role == "user"]
+
+    @functools.cached_property
+    def user_turn_texts(self) -> tuple[str, ...]:
+        """Contents of :attr:`user_text_turns`, built once: the HV screen reads them for every
+        entry (``text_turns`` is set at :meth:`create` and never changed)."""
+        return tuple(t.content for t in self.user_text_turns)
 
     @property
     def other_speakers(self) -> list[str]:

@@ -411,7 +411,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.owner_swapped(text, name, turn.content):
         return OWNER_REASON
-    if screen.held_by_other(text, name, [t.content for t in state.user_text_turns], other_turns, others,
+    if screen.held_by_other(text, name, state.user_turn_texts, other_turns, others,
                             turn.content):
         return HELD_BY_OTHER_REASON
     if screen.said_of_it(text, name, turn.content):
