@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
-    OWNER_REASON, HELD_BY_OTHER_REASON, PHRASE_REASON,
+    OWNER_REASON, HELD_BY_OTHER_REASON, RELATION_REASON, PHRASE_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -956,6 +956,48 @@ async def test_a_thing_of_the_other_speaker_given_to_the_user_is_discarded():
                                          ("Nora is determined to finish her first vase this week.", ["u2"])])
     assert kept == ["Nora is determined to finish her first vase this week."]
     assert why == {"Nora is determined to make her pottery studio work.": HELD_BY_OTHER_REASON}
+
+
+# --- a relation the dialogue never gives that name ------------------------------------------------
+
+CIRCLE = ("A few people matter to me: OkaforAda is my Colleague, Ada and I run the night shift together. "
+          "BrennanLiam is my Friend, Liam is a friend who shares my love of Teodor Varga's films, and we "
+          "often go to screenings together. My cousin Rosa visits every spring. Mika and I are old friends.")
+
+
+@pytest.mark.parametrize("entry, unstated", [
+    # the name of the film-maker the friend admires, made a friend too
+    ("Teodor Varga is a friend of Liam and a friend of Nora.", True),
+    # the colleague made a friend
+    ("OkaforAda is a Friend of Nora, and they run the night shift together.", True),
+    ("Ada is Nora's cousin.", True),
+    # ties the lists, and everyday speech, give
+    ("Ada is a colleague of Nora.", False),
+    ("OkaforAda is a Colleague of Nora.", False),
+    ("Liam is a close friend of Nora.", False),
+    ("Rosa is Nora's cousin.", False),
+    ("Mika is an old friend of Nora.", False),
+    # not a named person's relation
+    ("She is a friend of Nora.", False),
+    ("Nora is a friend of Liam.", False),
+    ("Nora often goes to screenings with Liam.", False),
+])
+def test_a_relation_needs_a_turn_that_gives_it_that_name(entry, unstated):
+    assert screen.relation_unstated(entry, "Nora", [CIRCLE], ["Kai"]) is unstated
+
+
+def test_a_relation_is_not_read_in_turns_that_are_not_english():
+    turns = ["Meine Kollegin Ada und ich arbeiten nachts zusammen."]
+    assert not screen.relation_unstated("Ada is a friend of Nora.", "Nora", turns)
+    assert not screen.relation_unstated("Ada is a friend of Nora.", "Nora", [])
+
+
+async def test_a_relation_pinned_on_the_wrong_name_is_discarded():
+    rows = [("a1", "assistant", "Who are the people closest to you?"), ("u1", "user", CIRCLE)]
+    kept, why, _ = await screened(rows, [("Teodor Varga is a friend of Liam and a friend of Nora.", ["u1"]),
+                                         ("Rosa is Nora's cousin.", ["u1"])])
+    assert kept == ["Rosa is Nora's cousin."]
+    assert why == {"Teodor Varga is a friend of Liam and a friend of Nora.": RELATION_REASON}
 
 
 # --- a phrase of the other speaker's turn pinned on the user ------------------------------------

@@ -740,6 +740,60 @@ def held_by_other(text: str, user_name: str, user_turns: Sequence[str], other_tu
     return False
 
 
+# relation nouns: how a person the user tells about stands to the user
+_RELATION = (r"(?:best\s+friend|friend|classmate|schoolmate|colleague|co-?worker|partner|boss|manager|mentor|"
+             r"neighbou?r|room-?mate|team-?mate|brother|sister|sibling|mother|father|mom|mum|dad|son|daughter|"
+             r"cousin|aunt|uncle|husband|wife|spouse|boyfriend|girlfriend|fianc[eé]e?|grand(?:mother|father|ma|pa)|"
+             r"niece|nephew|acquaintance|supervisor|teacher|coach|tutor|student)")
+_KIND_OF = r"(?:(?:close|good|great|old|dear|former|new|longtime|long-time|childhood|college|school|work)\s+)?"
+# "<Name> is a friend of <user>", "<Name> is <user>'s classmate", "<Name> is not her coach"
+_RELATION_CLAIM = re.compile(
+    rf"(?<![\w'])(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)\s+(?:is|was)\s+(?:not\s+)?"
+    rf"(?:a|an|the|her|his|their|[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s)\s+(?i:{_KIND_OF}(?P<rel>{_RELATION}))(?:s|es)?\b")
+
+
+def _relation_said(name_word: str, rel: str, turn: str) -> bool:
+    """A user turn ties the name to the relation: "<Name> is my / a <rel>", "my <rel> <Name>",
+    "<Name>, my <rel>", "<Name> and I are <rel>s", "a <rel> named <Name>". The name may end a
+    longer token ("MartinezJohn is my Classmate", a HaluMem list)."""
+    n = rf"\w*{re.escape(name_word)}"
+    r = rf"{_KIND_OF}(?:\w+\s+)?{rel}(?:s|es)?\b"
+    return any(re.search(p, turn, re.I) for p in (
+        rf"\b{n}\b\S*\s+(?:is|was|'s|has\s+been|had\s+been)\s+(?:not\s+)?(?:my|our|a|an|the)\s+{r}",
+        rf"\b(?:my|our)\s+{r},?\s+(?:\w+\s+)?{n}\b",
+        rf"\b{n}\b,\s+(?:my|our)\s+{r}",
+        rf"\b{n}\b\s+and\s+(?:I|me)\s+(?:are|were|have\s+been|had\s+been|'ve\s+been|became)\s+{r}",
+        rf"\b{r}\s+(?:named|called)\s+{n}\b"))
+
+
+def relation_unstated(text: str, user_name: str, user_turns: Sequence[str], others: Sequence[str] = ()) -> bool:
+    """True when ``text`` says a named person stands in a relation to someone ("<Name> is a
+    friend of <user>", "<Name> is <user>'s classmate") and no user turn of the session ties
+    that name to that relation (:func:`_relation_said`). Read from a list of friends ("...
+    Patricia is a friend who shares my enthusiasm for supporting Shirley Franco ..."), the
+    1.5B re-read wrote "Shirley Franco is a Friend of Patricia and a Friend of Sarah Garcia"
+    and "MartinezJohn is a Friend of Sarah Garcia" (the turn: "MartinezJohn is my
+    Classmate"). Every claim of the entry is checked; the user's and the other speakers'
+    names are not read as such names (a claim about the two speakers is for other rules).
+    English turns only. Shape: (str, str, list of str, list of str) -> bool."""
+    if not user_turns:
+        return False
+    body = text.replace("\u2019", "'")
+    skip = {w.casefold() for n in (user_name, *others) for w in _TOKEN.findall(n or "")}
+    turns = [t.replace("\u2019", "'") for t in user_turns if reads_english(t)]
+    if not turns:
+        return False
+    for m in _RELATION_CLAIM.finditer(body):
+        words = [w for w in _TOKEN.findall(m.group("name"))
+                 if len(w) > 2 and w.casefold() not in skip and w.lower() not in _FUNCTION_WORDS]
+        if not words or len(words) < len(m.group("name").split()):
+            continue  # a speaker's name or a sentence's first word ("She is a friend")
+        rel = re.escape(re.sub(r"\s+", " ", m.group("rel").lower())).replace(r"\ ", r"\s+")
+        if not any(_relation_said(w, rel, t) for w in words for t in turns):
+            return True
+    return False
+
+
 # a phrase of at least this many words, with at least PHRASE_CONTENT content words
 PHRASE_WORDS = 4
 PHRASE_CONTENT = 3

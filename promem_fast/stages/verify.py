@@ -71,6 +71,7 @@ WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 PHRASE_REASON = "copies a phrase of the other speaker's turn that no user turn says: their words, not the user's"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 HELD_BY_OTHER_REASON = "gives the user what the other speaker calls 'my ...' and the user 'your ...'"
+RELATION_REASON = "says how a named person relates to someone, which no user turn says of that name"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
@@ -414,6 +415,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if screen.held_by_other(text, name, state.user_turn_texts, other_turns, others,
                             turn.content):
         return HELD_BY_OTHER_REASON
+    if screen.relation_unstated(text, name, state.user_turn_texts, others):
+        return RELATION_REASON
     if screen.said_of_it(text, name, turn.content):
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
