@@ -16,7 +16,7 @@ from promem_fast.stages.verify import (
     ASKED_REASON, ASSISTANT_REASON, WISHED_REASON, BORROWED_REASON, FILLER_REASON, OTHER_SPEAKER_REASON,
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
-    OWNER_REASON, HELD_BY_OTHER_REASON, RELATION_REASON, PHRASE_REASON,
+    OWNER_REASON, HELD_BY_OTHER_REASON, RELATION_REASON, DEAD_SPEAKER_REASON, PHRASE_REASON,
     dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
@@ -1000,6 +1000,29 @@ async def test_a_relation_pinned_on_the_wrong_name_is_discarded():
     assert why == {"Teodor Varga is a friend of Liam and a friend of Nora.": RELATION_REASON}
 
 
+# --- the speaker said to be dead ----------------------------------------------------------------
+
+@pytest.mark.parametrize("entry, dead", [
+    ("Nora is deceased.", True),
+    ("Nora passed away last spring.", True),
+    ("Nora has died.", True),
+    ("Nora's grandparents are deceased.", False),
+    ("Nora has been dead tired all week.", False),
+    ("Nora was dead set on the red bike.", False),
+    ("Nora's uncle Tomas died in 2019.", False),
+])
+def test_the_speaker_is_not_dead(entry, dead):
+    assert screen.speaker_dead(entry, "Nora") is dead
+
+
+async def test_a_list_item_about_the_parents_is_not_pinned_on_the_user():
+    rows = [("a1", "assistant", "Tell me about your family."),
+            ("u1", "user", "Both grandparents are deceased, Widowed, Two children.")]
+    kept, why, _ = await screened(rows, [("Nora is deceased.", ["u1"]), ("Nora has two children.", ["u1"])])
+    assert kept == ["Nora has two children."]
+    assert why == {"Nora is deceased.": DEAD_SPEAKER_REASON}
+
+
 # --- a phrase of the other speaker's turn pinned on the user ------------------------------------
 
 USER_TURNS = ["I think it's vital to keep talking about grief and loss. People have been so warm to me.",
@@ -1724,7 +1747,8 @@ async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
     state, added = await _recover(rows, [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"),
                                          ("t3", "named Pip"), ("t3", "would love her")], reread)
     assert len(asked) == 1  # t1 only praises the other speaker
-    assert "Wow! I adopted a cat named Pip." in asked[0] and "You would love her" not in asked[0]
+    # only the sentence that holds the missing detail: not "Wow!", not what is said to Kai
+    assert "I adopted a cat named Pip." in asked[0] and "Wow" not in asked[0] and "You would love her" not in asked[0]
     assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
     assert added == ["Nora adopted a cat named Pip."]
     assert any("would love" in d.text for d in state.discarded)
@@ -1824,6 +1848,27 @@ async def test_a_turn_read_again_for_names_only_shows_only_their_sentences(answe
     assert added == ([answer] if kept else [])
     if not kept:
         assert {d.text: d.reason for d in state.discarded} == {answer: "not read from what turn t1 says of its speaker"}
+
+
+@pytest.mark.parametrize("details, shown, hidden", [
+    # the detail's sentence alone: the model cannot graft the other news onto it
+    ([("t1", "Lisbon")], ["Oh, I flew to Lisbon on Friday!"], ["cosy studio", "north light"]),
+    ([("t1", "north light"), ("t1", "Lisbon")], ["great north light!", "Lisbon on Friday"], ["cosy studio"]),
+    # a detail no single sentence holds: the whole turn, as the speaker said it of themselves
+    ([("t1", "studio Lisbon")], ["cosy studio", "north light", "Lisbon on Friday"], []),
+])
+async def test_a_turn_is_read_again_only_in_the_sentences_of_its_missing_details(details, shown, hidden):
+    rows = [("t0", "assistant", "Any luck with the studio hunt?"),
+            ("t1", "user", "I've been looking at a cosy studio. It has great north light! Oh, I flew to Lisbon on Friday!")]
+    asked = []
+
+    def reread(req):
+        asked.append(req.messages[-1]["content"].split("Memory so far")[0])
+        return json.dumps(["Nora flew to Lisbon on Friday."])
+
+    await _recover(rows, details, reread)
+    assert len(asked) == 1
+    assert all(x in asked[0] for x in shown) and not any(x in asked[0] for x in hidden)
 
 
 async def test_a_name_inside_a_missing_detail_is_not_asked_about_twice():

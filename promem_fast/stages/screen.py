@@ -1500,6 +1500,22 @@ def _user_subject_entry(text: str, user_name: str) -> bool:
     return _strip_subject(text, user_name) != text.strip()
 
 
+_DEAD = re.compile(r"\s+(?:is|was|has\s+been|is\s+now)\s+(?:dead\b(?![\s-]+(?:tired|set|serious|broke|sure|certain|wrong|right|last|beat|bored|on)\b)|"
+                   r"deceased\b|no\s+longer\s+alive\b)|"
+                   r"\s+(?:has\s+)?(?:died|passed\s+away)\b", re.I)
+
+
+def speaker_dead(text: str, user_name: str) -> bool:
+    """True when ``text`` says the user, who speaks in the session, is dead ("<user> is
+    deceased", "<user> passed away"): such a fact is about someone the user told of. From
+    "Both parents are deceased, Divorced, One child" (a HaluMem list turn), the 1.5B re-read
+    wrote "Sarah Garcia is deceased" (``probe_reread_sentences.jsonl`` line 1). Only an
+    entry that opens with the user's name and the verb (English). Shape: str, str -> bool."""
+    body = text.strip()
+    return bool(user_name) and body.lower().startswith(user_name.lower()) and \
+        bool(_DEAD.match(body[len(user_name):]))
+
+
 def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
     """True when the entry says the user did (or has) what the turn says someone else did.
 

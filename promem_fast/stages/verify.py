@@ -71,6 +71,7 @@ WRONG_PERSON_REASON = "about another person in turn {tid}, not the user"
 PHRASE_REASON = "copies a phrase of the other speaker's turn that no user turn says: their words, not the user's"
 OWNER_REASON = "gives the user what the turn gives a named owner ('Marley's ... grip' -> 'Gina's grip')"
 HELD_BY_OTHER_REASON = "gives the user what the other speaker calls 'my ...' and the user 'your ...'"
+DEAD_SPEAKER_REASON = "says the user, who speaks in the session, is dead"
 RELATION_REASON = "says how a named person relates to someone, which no user turn says of that name"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
@@ -408,6 +409,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return EXHORTED_REASON
     if screen.urged_only(text, name, turn.content, previous):
         return URGED_REASON
+    if screen.speaker_dead(text, name):
+        return DEAD_SPEAKER_REASON
     if screen.subject_clash(text, name, turn.content, previous):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.owner_swapped(text, name, turn.content):
