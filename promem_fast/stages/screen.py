@@ -776,14 +776,15 @@ def relation_unstated(text: str, user_name: str, user_turns: Sequence[str], othe
     Classmate"). Every claim of the entry is checked; the user's and the other speakers'
     names are not read as such names (a claim about the two speakers is for other rules).
     English turns only. Shape: (str, str, list of str, list of str) -> bool."""
-    if not user_turns:
-        return False
     body = text.replace("\u2019", "'")
+    claims = list(_RELATION_CLAIM.finditer(body))
+    if not claims or not user_turns:
+        return False
     skip = {w.casefold() for n in (user_name, *others) for w in _TOKEN.findall(n or "")}
     turns = [t.replace("\u2019", "'") for t in user_turns if reads_english(t)]
     if not turns:
         return False
-    for m in _RELATION_CLAIM.finditer(body):
+    for m in claims:
         words = [w for w in _TOKEN.findall(m.group("name"))
                  if len(w) > 2 and w.casefold() not in skip and w.lower() not in _FUNCTION_WORDS]
         if not words or len(words) < len(m.group("name").split()):
