@@ -1747,8 +1747,7 @@ async def test_a_turn_said_to_the_other_speaker_is_not_read_again():
     state, added = await _recover(rows, [("t1", "Nora's family is proud"), ("t3", "adopted cat Pip"),
                                          ("t3", "named Pip"), ("t3", "would love her")], reread)
     assert len(asked) == 1  # t1 only praises the other speaker
-    # only the sentence that holds the missing detail: not "Wow!", not what is said to Kai
-    assert "I adopted a cat named Pip." in asked[0] and "Wow" not in asked[0] and "You would love her" not in asked[0]
+    assert "Wow! I adopted a cat named Pip." in asked[0] and "You would love her" not in asked[0]
     assert '"adopted cat Pip"' in asked[0] and "would love her" not in asked[0].split("about:")[1]
     assert added == ["Nora adopted a cat named Pip."]
     assert any("would love" in d.text for d in state.discarded)
@@ -1851,13 +1850,14 @@ async def test_a_turn_read_again_for_names_only_shows_only_their_sentences(answe
 
 
 @pytest.mark.parametrize("details, shown, hidden", [
-    # the detail's sentence alone: the model cannot graft the other news onto it
+    # a detail that is just a name the turn says: its sentence alone, so the model cannot
+    # graft the other news onto it
     ([("t1", "Lisbon")], ["Oh, I flew to Lisbon on Friday!"], ["cosy studio", "north light"]),
-    ([("t1", "north light"), ("t1", "Lisbon")], ["great north light!", "Lisbon on Friday"], ["cosy studio"]),
-    # a detail no single sentence holds: the whole turn, as the speaker said it of themselves
+    # with a detail that is no name, the whole turn, as the speaker said it of themselves
+    ([("t1", "north light"), ("t1", "Lisbon")], ["cosy studio", "north light!", "Lisbon on Friday"], []),
     ([("t1", "studio Lisbon")], ["cosy studio", "north light", "Lisbon on Friday"], []),
 ])
-async def test_a_turn_is_read_again_only_in_the_sentences_of_its_missing_details(details, shown, hidden):
+async def test_a_turn_missing_only_names_is_read_again_only_in_their_sentences(details, shown, hidden):
     rows = [("t0", "assistant", "Any luck with the studio hunt?"),
             ("t1", "user", "I've been looking at a cosy studio. It has great north light! Oh, I flew to Lisbon on Friday!")]
     asked = []

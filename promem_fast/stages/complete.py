@@ -136,14 +136,11 @@ def _names_in(sentence: str, skip: set[str]) -> list[str]:
     return [" ".join(r) for r in runs if any(not getAllLemmas(w.lower()) for w in r)]
 
 
-def _sentences_holding(text: str, details: list[str], names: set[str]) -> str:
-    """The sentences of ``text`` that hold one of ``details``, in order: a name of ``names``
-    as a whole word, any other detail with every content word (:func:`_states_all`); "" when
-    no sentence holds one."""
-    pats = [re.compile(r"(?<![\w])" + re.escape(d) + r"(?![\w])") for d in details if d in names]
-    words = [content_words(d) for d in details if d not in names]
+def _sentences_naming(text: str, names: list[str]) -> str:
+    """The sentences of ``text`` that say one of ``names`` (as whole words), in order."""
+    pats = [re.compile(r"(?<![\w])" + re.escape(n) + r"(?![\w])") for n in names]
     return " ".join(x.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'"))
-                    if x.strip() and (any(p.search(x) for p in pats) or any(_states_all(w, x.lower()) for w in words)))
+                    if x.strip() and any(p.search(x) for p in pats))
 
 
 def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
@@ -228,15 +225,21 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     n_details = {t: sum(d not in asked_names.get(t, ()) for d in ds) for t, ds in missing.items()}
     todo = sorted(missing, key=lambda t: (-n_details[t], -len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
+    skip = {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
     for t in todo:
-        # a turn is read again only in the sentences that hold its missing details: shown the
+        # a turn read again for names only (found by uncovered_names, or a detail that is just
+        # a name the turn says: "Paris") is shown only the sentences that say them: shown the
         # whole turn, the 1.5B model spliced its other sentences into the fact ("Gina visited
         # Rome once, which she had never done before, and she was impressed by the spot she
-        # saw" at 5001b75; "found a place with great natural light in Paris yesterday" for
-        # "Paris"; probe_reread_sentences.jsonl line 1)
-        only = _sentences_holding(by_id[t].content, missing[t], asked_names.get(t, set()))
-        if only:
-            by_id[t] = by_id[t].model_copy(update={"content": only})
+        # saw" at 5001b75; "Jon found a place with great natural light in Paris yesterday" in
+        # four runs). Only names: shown just their sentences, other details were read into
+        # invented facts ("5 years already!" -> "has been alive for 5 years", at eee24b5)
+        text = by_id[t].content
+        said = {n for x in screen._SENTENCE_END.split(text) for n in _names_in(x, skip)}
+        if all(d in asked_names.get(t, ()) or d in said for d in missing[t]):
+            only = _sentences_naming(text, missing[t])
+            if only:
+                by_id[t] = by_id[t].model_copy(update={"content": only})
     per = p.recovered_facts_per_detail
     reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
                             min(p.max_recovered_facts, per * len(missing[t])) if per else p.max_recovered_facts)
