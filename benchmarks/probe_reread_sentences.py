@@ -7,8 +7,8 @@ For each (session, turn) that a stored ``promem`` run re-read (a recovered entry
 that no entry other than a recovered one states (every content word), kept as the pipeline
 keeps them (said in what the turn says of its speaker, :func:`screen.own_statements`, and not
 filler). Two requests per turn go to the embedded model in one batch, greedy decoding:
-``own``, today's re-read (the speaker's own sentences), and ``detail_sentences``, only those
-of them that hold a missing detail. Turns whose missing details sit in every own sentence
+``own``, the speaker's own sentences (the re-read of a turn with a detail that is no name,
+since d8f1f58), and ``detail_sentences``, only those of them that hold a missing detail. Turns whose missing details sit in every own sentence
 are skipped (both requests would be the same). Prints one JSON line with both answers per
 turn, for a reader to label; the answers are not scored here.
 
@@ -101,7 +101,8 @@ def main(argv=None) -> int:
     p = cfg.pipeline
     reqs, meta = [], []
     for case in todo.values():
-        n = min(p.max_recovered_facts, p.recovered_facts_per_detail * len(case["missing"]))
+        per = p.recovered_facts_per_detail
+        n = min(p.max_recovered_facts, per * len(case["missing"])) if per else p.max_recovered_facts
         turn = case.pop("turn")
         for key in ("own", "detail_sentences"):
             line = turn_line(turn.model_copy(update={"content": case[key]}), case["user_name"])

@@ -986,6 +986,35 @@ def test_a_relation_needs_a_turn_that_gives_it_that_name(entry, unstated):
     assert screen.relation_unstated(entry, "Nora", [CIRCLE], ["Kai"]) is unstated
 
 
+@pytest.mark.parametrize("entry, turn", [
+    # a job or someone else's relation is no relation to the user
+    ("Ana is a teacher at Lincoln High.", "My friend Ana teaches at Lincoln High."),
+    ("Ana is Liam's sister.", "Liam's sister Ana joined us."),
+    ("Mia is a friend of Nora's daughter.", "My daughter's friend Mia came over."),
+    # lists, contractions, "of mine", a pronoun after the name, in-laws
+    ("Mika is a friend of Nora.", "I had dinner with my friends Ana, Liam and Mika."),
+    ("Liam is a friend of Nora.", "Ana and Liam are my friends."),
+    ("Ana is Nora's best friend.", "Ana's my best friend."),
+    ("Ana is Nora's best friend.", "I had lunch with Ana today. She is my best friend."),
+    ("Linda is a close friend of Nora.", "Linda, a close friend of mine, called."),
+    ("Ana is a friend of Nora.", "I'm friends with Ana."),
+    ("Ana is Nora's cousin.", "Ana \u2013 my cousin \u2013 lives in Porto."),
+    ("Ana is Nora's mother-in-law.", "My mother-in-law Ana visited."),
+    # another word for the same relation
+    ("Tomas is a colleague of Nora.", "My coworker Tomas is funny."),
+    ("Ana is Nora's mother.", "My mom Ana is funny."),
+    ("Tomas is Nora's neighbour.", "My neighbor Tomas is funny."),
+    # a turn in another language says nothing these patterns read
+    ("Ana is Nora's cousin.", "Mi prima Ana vive en Oporto y trabaja como enfermera."),
+])
+def test_a_relation_a_turn_gives_in_other_words_is_kept(entry, turn):
+    assert not screen.relation_unstated(entry, "Nora", [turn])
+
+
+def test_a_name_inside_a_longer_name_gives_it_no_relation():
+    assert screen.relation_unstated("Ana is a friend of Nora.", "Nora", ["Diana is my friend."])
+
+
 def test_a_relation_is_not_read_in_turns_that_are_not_english():
     turns = ["Meine Kollegin Ada und ich arbeiten nachts zusammen."]
     assert not screen.relation_unstated("Ada is a friend of Nora.", "Nora", turns)
@@ -1010,6 +1039,11 @@ async def test_a_relation_pinned_on_the_wrong_name_is_discarded():
     ("Nora has been dead tired all week.", False),
     ("Nora was dead set on the red bike.", False),
     ("Nora's uncle Tomas died in 2019.", False),
+    # idioms and games
+    ("Nora died laughing at the movie.", False),
+    ("Nora died of embarrassment at the party.", False),
+    ("Nora died three times on the final boss.", False),
+    ("Nora was dead against the plan.", False),
 ])
 def test_the_speaker_is_not_dead(entry, dead):
     assert screen.speaker_dead(entry, "Nora") is dead

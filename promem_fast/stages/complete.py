@@ -143,6 +143,21 @@ def _sentences_naming(text: str, names: list[str]) -> str:
                     if x.strip() and any(p.search(x) for p in pats))
 
 
+def _own_names(text: str, skip: set[str]) -> set[str]:
+    """The names (:func:`_names_in`) that an English ``text`` says of its speaker: in the
+    sentences :func:`.screen.own_statements` keeps, not said to the other side ("you")."""
+    if not screen.reads_english(text):
+        return set()
+    return {n for sent in screen._SENTENCE_END.split(screen.own_statements(text))
+            if not screen._ADDRESSEE & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}
+            for n in _names_in(sent, skip)}
+
+
+def _speaker_words(state: PipelineState) -> set[str]:
+    """The words of the user's and the other speakers' names, case-folded (not names to recover)."""
+    return {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
+
+
 def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
     """Turn id -> the names (:func:`_names_in`) that the turn says of its speaker
     (:func:`.screen.own_statements`) and that no live entry states, in order, each once.
@@ -152,7 +167,7 @@ def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
     else ("Thanks, Mell!", "Luna and Oliver!"). English turns only (a German
     noun is capitalised); the user's and the other speakers' names and short forms ("Mel")
     are not names to recover."""
-    skip = {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
+    skip = _speaker_words(state)
     texts = [state.entries[i].text.lower() for i in state.live_entries()]
     out: dict[str, list[str]] = {}
     for turn in state.user_text_turns:
@@ -225,7 +240,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     n_details = {t: sum(d not in asked_names.get(t, ()) for d in ds) for t, ds in missing.items()}
     todo = sorted(missing, key=lambda t: (-n_details[t], -len(missing[t]), state.turn_pos[t]))
     todo = sorted(todo[: p.max_detail_recoveries], key=state.turn_pos.__getitem__)
-    skip = {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
+    skip = _speaker_words(state)
     for t in todo:
         # a turn read again for names only (found by uncovered_names, or a detail that is just
         # a name the turn says: "Paris") is shown only the sentences that say them: shown the
@@ -235,7 +250,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
         # four runs). Only names: shown just their sentences, other details were read into
         # invented facts ("5 years already!" -> "has been alive for 5 years", at eee24b5)
         text = by_id[t].content
-        said = {n for x in screen._SENTENCE_END.split(text) for n in _names_in(x, skip)}
+        said = _own_names(text, skip)
         if all(d in asked_names.get(t, ()) or d in said for d in missing[t]):
             only = _sentences_naming(text, missing[t])
             if only:

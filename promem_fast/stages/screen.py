@@ -740,58 +740,98 @@ def held_by_other(text: str, user_name: str, user_turns: Sequence[str], other_tu
     return False
 
 
-# relation nouns: how a person the user tells about stands to the user
-_RELATION = (r"(?:best\s+friend|friend|classmate|schoolmate|colleague|co-?worker|partner|boss|manager|mentor|"
-             r"neighbou?r|room-?mate|team-?mate|brother|sister|sibling|mother|father|mom|mum|dad|son|daughter|"
-             r"cousin|aunt|uncle|husband|wife|spouse|boyfriend|girlfriend|fianc[eé]e?|grand(?:mother|father|ma|pa)|"
-             r"niece|nephew|acquaintance|supervisor|teacher|coach|tutor|student)")
+# relation nouns, each with the words a turn may say for it ("mom" for "mother", "coworker"
+# for "colleague"); an entry's relation word is read as the first group it belongs to
+_RELATION_GROUPS = tuple(re.compile(g, re.I) for g in (
+    r"best\s+friend|friend|buddy|pal", r"classmate|schoolmate|class-mate", r"colleague|co-?worker|workmate",
+    r"partner", r"boss|manager|supervisor", r"mentor", r"neighbou?r", r"room-?mate|flat-?mate",
+    r"team-?mate", r"brother|sibling", r"sister|sibling", r"sibling|brother|sister", r"mother|mom|mum|mama|ma",
+    r"father|dad|papa|pa", r"son|child|kid", r"daughter|child|kid", r"child|kid|son|daughter", r"cousin",
+    r"aunt|auntie", r"uncle", r"husband|spouse", r"wife|spouse", r"spouse|husband|wife", r"boyfriend|partner",
+    r"girlfriend|partner", r"fianc[eé]e?", r"grand(?:mother|ma)|granny|nana", r"grand(?:father|pa)|grandad",
+    r"niece", r"nephew", r"acquaintance", r"teacher|tutor|coach|instructor", r"student|pupil"))
+_RELATION = "|".join(f"(?:{g.pattern})" for g in _RELATION_GROUPS)
 _KIND_OF = r"(?:(?:close|good|great|old|dear|former|new|longtime|long-time|childhood|college|school|work)\s+)?"
-# "<Name> is a friend of <user>", "<Name> is <user>'s classmate", "<Name> is not her coach"
-_RELATION_CLAIM = re.compile(
-    rf"(?<![\w'])(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)\s+(?:is|was)\s+(?:not\s+)?"
-    rf"(?:a|an|the|her|his|their|[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s)\s+(?i:{_KIND_OF}(?P<rel>{_RELATION}))(?:s|es)?\b")
+# "<Name> is ...": the subject of a relation claim (capitalised words)
+_CLAIM_SUBJECT = re.compile(r"(?<![\w'])(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)\s+(?:is|was)\s+(?:not\s+)?")
 
 
-def _relation_said(name_word: str, rel: str, turn: str) -> bool:
-    """A user turn ties the name to the relation: "<Name> is my / a <rel>", "my <rel> <Name>",
-    "<Name>, my <rel>", "<Name> and I are <rel>s", "a <rel> named <Name>". The name may end a
-    longer token ("MartinezJohn is my Classmate", a HaluMem list)."""
-    n = rf"\w*{re.escape(name_word)}"
-    r = rf"{_KIND_OF}(?:\w+\s+)?{rel}(?:s|es)?\b"
+def _claimed_relations(clause: str, user_name: str) -> list[str]:
+    """The relations a clause after "<Name> is" gives to the user: "a friend of <user>",
+    "<user>'s classmate", "her cousin" (not "a teacher", "a friend of her sister", "Liam's
+    sister": a job, or someone else's relation)."""
+    u = re.escape(user_name)
+    rel = rf"(?i:{_KIND_OF}(?P<rel>{_RELATION}))(?:-in-law)?(?:s|es)?"
+    out = [m.group("rel") for m in re.finditer(
+        rf"\b(?:a|an|the)\s+{rel}\s+of\s+(?:{u}\b(?!'s)|(?:her|him|them)\b(?!\s+[a-z]))", clause)]
+    out += [m.group("rel") for m in re.finditer(rf"(?:\b{u}'s|\b(?:her|his|their))\s+{rel}\b(?!')", clause)]
+    return out
+
+
+def _relation_said(name_word: str, group: str, turn: str) -> bool:
+    """A user turn ties the name to the relation (``group``: the words for it): "<Name> is my
+    / a <rel>", "<Name>'s my <rel>", "my <rel>(s) (Ana, Liam and) <Name>", "<Name>, my <rel>",
+    "<Name>, a <rel> of mine", "<Name> and I / Liam are (my) <rel>s", "I'm <rel>s with
+    <Name>", "a <rel> named <Name>", "<Name> ... She's my <rel>". The name is matched as
+    written and may end a longer token ("MartinezJohn is my Classmate", a HaluMem list)."""
+    n = rf"(?-i:\b(?:[A-Z][a-z]+)?{re.escape(name_word)})\b"
+    r = rf"{_KIND_OF}(?:\w+\s+)?(?:{group})(?:-in-law)?(?:s|es)?\b"
+    bare = rf"(?:{group})(?:-in-law)?(?:s|es)?\b"
+    names = r"(?-i:(?:[A-Z][\w-]*,?\s+)*)(?:and\s+)?"  # other names before it, as written
     return any(re.search(p, turn, re.I) for p in (
-        rf"\b{n}\b\S*\s+(?:is|was|'s|has\s+been|had\s+been)\s+(?:not\s+)?(?:my|our|a|an|the)\s+{r}",
-        rf"\b(?:my|our)\s+{r},?\s+(?:\w+\s+)?{n}\b",
-        rf"\b{n}\b,\s+(?:my|our)\s+{r}",
-        rf"\b{n}\b\s+and\s+(?:I|me)\s+(?:are|were|have\s+been|had\s+been|'ve\s+been|became)\s+{r}",
-        rf"\b{r}\s+(?:named|called)\s+{n}\b"))
+        rf"{n}\S*\s+(?:is|was|has\s+been|had\s+been)\s+(?:not\s+)?(?:my|our|a|an|the)\s+{r}",
+        rf"{n}'s\s+(?:my|our|a|an)\s+{r}",
+        rf"\b(?:my|our)\s+{r},?\s+(?:(?:from|at)\s+\w+,?\s+)?{names}(?:\w+\s+)?{n}",
+        rf"{n}\s*(?:,|[\u2013\u2014]|\s-)\s*(?:my|our)\s+{r}",
+        rf"{n},?\s+(?:a|an|one)\s+{_KIND_OF}{bare}\s+of\s+(?:mine|ours)",
+        rf"\b(?:a|an|one)\s+{_KIND_OF}{bare}\s+of\s+(?:mine|ours),?\s+{n}",
+        rf"{n}(?-i:(?:,\s*[A-Z][\w-]*)*),?\s+and\s+(?-i:[A-Z][\w-]*|I|me)\s+(?:are|were|have\s+been|had\s+been|'ve\s+been|became)\s+(?:(?:my|our)\s+)?{r}",
+        rf"\b{names}{n}\s+(?:are|were)\s+(?:my|our)\s+{r}",
+        rf"\b(?:me|I)\s+and\s+{n}\s+(?:are|were|have\s+been|'ve\s+been|became)\s+{r}",
+        rf"\b(?:I'm|I\s+am|I\s+was|we're|we\s+are|we\s+were)\s+(?:{_KIND_OF})?{bare}\s+with\s+{n}",
+        rf"\b{r}\s+(?:named|called)\s+{n}",
+        rf"\b(?:my|our)\s+{r}'s\s+name\s+is\s+{n}",
+        rf"{n}[^.!?]{{0,80}}[.!?,]\s+(?:she|he|they)(?:'s|'re|\s+is|\s+was|\s+are)\s+(?:my|our|a|an)\s+{r}"))
+
+
+def _reads_first_person_english(turn: str) -> bool:
+    """An English turn (:func:`reads_english`) with an English first-person word: "Mi prima
+    Ana vive en Oporto" passes :func:`reads_english` but says nothing these patterns read."""
+    return reads_english(turn) and bool(re.search(r"\b(?:I|my|me|we|our|mine)\b", turn))
 
 
 def relation_unstated(text: str, user_name: str, user_turns: Sequence[str], others: Sequence[str] = ()) -> bool:
-    """True when ``text`` says a named person stands in a relation to someone ("<Name> is a
-    friend of <user>", "<Name> is <user>'s classmate") and no user turn of the session ties
-    that name to that relation (:func:`_relation_said`). Read from a list of friends ("...
-    Patricia is a friend who shares my enthusiasm for supporting Shirley Franco ..."), the
-    1.5B re-read wrote "Shirley Franco is a Friend of Patricia and a Friend of Sarah Garcia"
-    and "MartinezJohn is a Friend of Sarah Garcia" (the turn: "MartinezJohn is my
-    Classmate"). Every claim of the entry is checked; the user's and the other speakers'
-    names are not read as such names (a claim about the two speakers is for other rules).
-    English turns only. Shape: (str, str, list of str, list of str) -> bool."""
+    """True when ``text`` says a named person stands in a relation to the user ("<Name> is a
+    friend of <user>", "<Name> is <user>'s classmate", "<Name> is her cousin";
+    :func:`_claimed_relations`) and no user turn of the session ties that name to that
+    relation or a word for it (:func:`_relation_said`, "mom" for "mother"). Read from a list
+    of friends ("... Patricia is a friend who shares my enthusiasm for supporting Shirley
+    Franco ..."), the 1.5B re-read wrote "Shirley Franco is a Friend of Patricia and a Friend
+    of Sarah Garcia" and "MartinezJohn is a Friend of Sarah Garcia" (the turn: "MartinezJohn is
+    my Classmate"). A job ("Ana is a teacher") or someone else's relation ("Ana is Liam's
+    sister") is no claim here; the user's and the other speakers' names are not read as the
+    person's name. Only turns in English with a first-person word are read; with none, False.
+    Shape: (str, str, sequence of str, sequence of str) -> bool."""
     body = text.replace("\u2019", "'")
-    claims = list(_RELATION_CLAIM.finditer(body))
-    if not claims or not user_turns:
+    subjects = list(_CLAIM_SUBJECT.finditer(body))
+    if not subjects or not user_turns or not user_name:
         return False
     skip = {w.casefold() for n in (user_name, *others) for w in _TOKEN.findall(n or "")}
-    turns = [t.replace("\u2019", "'") for t in user_turns if reads_english(t)]
-    if not turns:
-        return False
-    for m in claims:
+    turns = None
+    for m in subjects:
         words = [w for w in _TOKEN.findall(m.group("name"))
                  if len(w) > 2 and w.casefold() not in skip and w.lower() not in _FUNCTION_WORDS]
         if not words or len(words) < len(m.group("name").split()):
             continue  # a speaker's name or a sentence's first word ("She is a friend")
-        rel = re.escape(re.sub(r"\s+", " ", m.group("rel").lower())).replace(r"\ ", r"\s+")
-        if not any(_relation_said(w, rel, t) for w in words for t in turns):
-            return True
+        clause = re.split(r"[.;!?]", body[m.end():], maxsplit=1)[0]
+        for rel in _claimed_relations(clause, user_name):
+            group = next((g.pattern for g in _RELATION_GROUPS if g.fullmatch(re.sub(r"\s+", " ", rel))), None)
+            if group is None:
+                continue
+            if turns is None:
+                turns = [t.replace("\u2019", "'") for t in user_turns if _reads_first_person_english(t)]
+            if turns and not any(_relation_said(w, group, t) for w in words for t in turns):
+                return True
     return False
 
 
@@ -1501,9 +1541,12 @@ def _user_subject_entry(text: str, user_name: str) -> bool:
     return _strip_subject(text, user_name) != text.strip()
 
 
-_DEAD = re.compile(r"\s+(?:is|was|has\s+been|is\s+now)\s+(?:dead\b(?![\s-]+(?:tired|set|serious|broke|sure|certain|wrong|right|last|beat|bored|on)\b)|"
+# "dead" said as a state, not as a word of degree ("dead tired", "dead set on"); "died" not
+# in an idiom ("died laughing", "died of embarrassment") or a game ("died three times")
+_DEAD = re.compile(r"\s+(?:is|was|has\s+been|is\s+now)\s+(?:dead(?=\s*(?:$|[.,;!]|\s(?:since|for|now|in|at|after)\b))|"
                    r"deceased\b|no\s+longer\s+alive\b)|"
-                   r"\s+(?:has\s+)?(?:died|passed\s+away)\b", re.I)
+                   r"\s+(?:has\s+)?(?:died|passed\s+away)\b(?!\s+(?:laughing|inside|of\s+(?:embarrassment|laughter|boredom|"
+                   r"shame|fright)|(?:her|his|their|my)\s+hair|\w+\s+times|(?:and|but)\s+(?:was|been)\s+revived))", re.I)
 
 
 def speaker_dead(text: str, user_name: str) -> bool:
