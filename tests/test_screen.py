@@ -194,6 +194,10 @@ def test_a_feeling_about_nothing_named_is_filler(text, filler):
 @pytest.mark.parametrize("text, filler", [
     ("Nora's statement is about the performers.", True),
     ("Nora's reply is about the weekend.", True),
+    # a remark on what was said is filler whatever it names
+    ("Nora's statement is about the performers' practice and their performance.", True),
+    ("Nora's comment was about the colours of the new mural downtown.", True),
+    ("Nora's message is about her move to Lisbon in May.", False),       # a message may carry news
     ("Nora's message to the students was about hope.", False),   # a speech she gave: an event
     ("Nora's question about visas went to the embassy.", False),
     ("Nora's statement to the police was filed on Monday.", False),

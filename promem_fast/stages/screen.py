@@ -945,10 +945,13 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
 
 
 # "Jon's statement is about the performers": the subject is something said in the
-# dialogue, and the rest names little (see is_filler); "Caroline's message to the students
+# dialogue, and the rest names little or it is a remark (see is_filler); "Caroline's message to the students
 # was about hope" is an event and "Nora's reply was that she took the job" a fact: kept
-_SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?:statement|message|question|comment|reply|response|remark|words)s?"
+_SPEECH_ACT_SUBJECT = re.compile(r"^['’]s?\s+(?P<act>statement|message|question|comment|reply|response|remark|words)s?"
                                  r"\s+(?:is|was|are|were)\s+about\b", re.I)
+# a remark on what was just said, whatever it is about ("Jon's statement is about the
+# performers' practice and their performance"); a message or question may carry news
+_REMARK_ACTS = frozenset("statement comment reply response remark words".split())
 # "Caroline's friends are mentioned in the turn": the whole predicate is about the
 # dialogue ("adopted Max, which is mentioned in the turn" keeps its fact)
 _IN_THE_DIALOGUE = re.compile(r"^(?:['’]s?\s+(?:\w+\s+){0,2})?(?:is|are|was|were|gets|got)\s+(?:mentioned|discussed|"
@@ -1108,7 +1111,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     said = _SPEECH_ACT_SUBJECT.match(body)
     if said:
         rest = body[said.end():]
-        if len(_substantive(predicate_words(rest, user_name))) <= 2 and not _names_something(rest, skip_first=False):
+        if said.group("act").lower() in _REMARK_ACTS or (
+                len(_substantive(predicate_words(rest, user_name))) <= 2 and not _names_something(rest, skip_first=False)):
             return True
     other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
     act = _ACT_TO.match(body)
