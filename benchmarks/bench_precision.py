@@ -177,7 +177,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
             line = {"benchmark": "precision", "slice": sl, "variant": v, **run_fields(), "llm": cfg.llm.backend,
                     "failed": sum(g is None for g, _, _ in pairs),
                     "wall_s": wall, "concurrency": args.concurrency,
-                    **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k != "per_memory"}}
+                    **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k not in ("per_memory", "per_gold")}}
             if labels is not None:
                 line["reviewed"] = {k: (round(x, 4) if isinstance(x, float) else x)
                                     for k, x in score_labels(mems, labels).items()}
@@ -188,6 +188,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
             line["sessions_measured"] = [s.session_id for s in sessions]
             (args.out / f"per_memory-{sl}-{v}.jsonl").write_text(
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jf["per_memory"]), encoding="utf-8")
+            # the gold points behind recall@tau, each with the memory closest to it: what was missed
+            (args.out / f"per_gold-{sl}-{v}.jsonl").write_text(
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in jf["per_gold"]), encoding="utf-8")
             print(json.dumps(line), flush=True)
             lines.append(line)
             if args.append:

@@ -59,6 +59,18 @@ async def test_judge_free_precision_recall_duplicates_and_costs():
     assert r["near_duplicates"] == 1  # "has a puppy named Max" repeats "has a puppy"
     assert r["tokens_per_session"] == 750 and r["seconds_per_session"] == 7.0
     assert [m["near_duplicate"] for m in r["per_memory"]] == [False, True, False, False]
+    # each gold point with its closest memory: the bike is the one missed
+    assert [(g["gold"], g["max_memory_cos"], g["best_memory"]) for g in r["per_gold"]] == [
+        ("Alice adopted a puppy.", 1.0, "Alice has a puppy."), ("Alice got a bike.", 0.0, "Alice has a puppy."),
+        ("Alice started a job.", 1.0, "Alice has a job.")]
+
+
+async def test_gold_points_of_a_session_without_memories_are_missed():
+    s = SessionMemories("s9", [], gold=["Alice got a bike."], tokens=100, seconds=1.0)
+    r = await judge_free([s], KeywordEmbedder(["bike"]))
+    assert r["recall@0.6"] == 0.0
+    assert r["per_gold"] == [{"session_id": "s9", "gold": "Alice got a bike.", "max_memory_cos": None,
+                              "best_memory": None}]
 
 
 def _write(tmp_path, rows):

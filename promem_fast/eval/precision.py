@@ -135,16 +135,22 @@ async def judge_free(sessions: Sequence[SessionMemories], embed: Any,
         ``{"sessions", "memories", "memories_per_session", "gold_points",
         "precision@T", "recall@T" (T as "0.5"...), "near_duplicates", "assistant_copies",
         "tokens_per_session", "seconds_per_session", "per_memory": [{session_id, memory,
-        max_gold_cos, near_duplicate, assistant_copy}]}``; ratios are None without a denominator.
+        max_gold_cos, near_duplicate, assistant_copy}], "per_gold": [{session_id, gold,
+        max_memory_cos, best_memory}]}``; ratios are None without a denominator. ``per_gold``
+        names the gold points a variant missed (``max_memory_cos`` below tau; None with no
+        memories in the session), which recall alone does not.
     """
     n_mem = n_gold = dups = copies = 0
     prec_hits = {t: 0 for t in taus}
     rec_hits = {t: 0 for t in taus}
     per_memory: list[dict[str, Any]] = []
+    per_gold: list[dict[str, Any]] = []
     for s in sessions:
         n_mem += len(s.memories)
         n_gold += len(s.gold)
         if not s.memories:
+            per_gold += [{"session_id": s.session_id, "gold": g, "max_memory_cos": None, "best_memory": None}
+                         for g in s.gold]
             continue
         mv = np.asarray(await embed.encode(list(s.memories)), dtype=np.float32)
         dflags = duplicate_flags(mv)
@@ -159,6 +165,10 @@ async def judge_free(sessions: Sequence[SessionMemories], embed: Any,
             for t in taus:
                 prec_hits[t] += int((best >= t).sum())
                 rec_hits[t] += int((sim.max(axis=0) >= t).sum())
+            for j, g in enumerate(s.gold):
+                i = int(sim[:, j].argmax())
+                per_gold.append({"session_id": s.session_id, "gold": g,
+                                 "max_memory_cos": round(float(sim[i, j]), 4), "best_memory": s.memories[i]})
         for m, b, d, c in zip(s.memories, best, dflags, cflags):
             per_memory.append({"session_id": s.session_id, "memory": m, "max_gold_cos": round(float(b), 4),
                                "near_duplicate": d, "assistant_copy": c})
@@ -171,7 +181,7 @@ async def judge_free(sessions: Sequence[SessionMemories], embed: Any,
     out.update(near_duplicates=dups, assistant_copies=copies,
                tokens_per_session=sum(s.tokens for s in sessions) / k if k else None,
                seconds_per_session=sum(s.seconds for s in sessions) / k if k else None,
-               per_memory=per_memory)
+               per_memory=per_memory, per_gold=per_gold)
     return out
 
 
