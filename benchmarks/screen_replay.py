@@ -44,9 +44,7 @@ def _rules() -> dict:
         "held_by_other": lambda m: screen.held_by_other(
             m["text"], m["user"], m["user_turns"], m["other_turns"], m["others"], m["turn"]),
         "relation_unstated": lambda m: screen.relation_unstated(m["text"], m["user"], m["user_turns"], m["others"]),
-        "remark_act": lambda m: m["text"].startswith(m["user"]) and bool(
-            (a := screen._SPEECH_ACT_SUBJECT.match(m["text"][len(m["user"]):]))
-            and a.group("act").lower() in screen._REMARK_ACTS),
+        "remark_act": lambda m: screen.remark_on_speech(m["text"], m["user"]),
         "speaker_dead": lambda m: screen.speaker_dead(m["text"], m["user"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),
         "reaction_to_other": lambda m: bool(m["turn"]) and screen.reaction_to_other(

@@ -214,6 +214,15 @@ def test_an_entry_whose_subject_is_something_said_is_conversation_meta(text, fil
     assert screen.is_filler(text, "Nora") is filler
 
 
+def test_a_remark_on_speech_is_read_after_the_users_name_only():
+    # the piece screen_replay.py replays as "remark_act": a remark whatever it names, not a
+    # message, nor someone else's remark
+    assert screen.remark_on_speech("Nora's comment was about the colours of the new mural downtown.", "Nora")
+    assert screen.remark_on_speech("User's reply is about the weekend.", "Nora")
+    assert not screen.remark_on_speech("Nora's message is about her move to Lisbon in May.", "Nora")
+    assert not screen.remark_on_speech("Liam's comment was about the mural.", "Nora")
+
+
 @pytest.mark.parametrize("text, turn, word", [
     ("Nora is determined to make the project work.", "Can't wait! I'm determined to make it work.", "project"),
     ("Nora is handling the situation well.", "I'm handling it okay, I guess.", "situation"),

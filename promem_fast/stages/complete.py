@@ -143,19 +143,25 @@ def _sentences_naming(text: str, names: list[str]) -> str:
                     if x.strip() and any(p.search(x) for p in pats))
 
 
-def _own_names(text: str, skip: set[str]) -> set[str]:
-    """The names (:func:`_names_in`) that an English ``text`` says of its speaker: in the
-    sentences :func:`.screen.own_statements` keeps, not said to the other side ("you")."""
+def _own_sentences(text: str) -> list[str]:
+    """The sentences in which an English ``text`` tells of its speaker: those
+    :func:`.screen.own_statements` keeps, less those said to the other side ("I'm so proud of
+    you for ... the LGBTQ community": about them); none for a text not in English (a German
+    noun is capitalised)."""
     if not screen.reads_english(text):
-        return set()
-    return {n for sent in screen._SENTENCE_END.split(screen.own_statements(text))
-            if not screen._ADDRESSEE & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}
-            for n in _names_in(sent, skip)}
+        return []
+    return [sent for sent in screen._SENTENCE_END.split(screen.own_statements(text))
+            if not screen._ADDRESSEE & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}]
+
+
+def _own_names(text: str, skip: set[str]) -> set[str]:
+    """The names (:func:`_names_in`) that ``text`` says of its speaker (:func:`_own_sentences`)."""
+    return {n for sent in _own_sentences(text) for n in _names_in(sent, skip)}
 
 
 def _speaker_words(state: PipelineState) -> set[str]:
     """The words of the user's and the other speakers' names, case-folded (not names to recover)."""
-    return {w.casefold() for n in (state.user_name, *state.other_speakers) for w in screen._TOKEN.findall(n or "")}
+    return screen._speaker_name_words(state.user_name, *state.other_speakers)
 
 
 def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
@@ -171,13 +177,7 @@ def uncovered_names(state: PipelineState) -> dict[str, list[str]]:
     texts = [state.entries[i].text.lower() for i in state.live_entries()]
     out: dict[str, list[str]] = {}
     for turn in state.user_text_turns:
-        if not screen.reads_english(turn.content):
-            continue
-        own = screen.own_statements(turn.content)
-        for sent in screen._SENTENCE_END.split(own):
-            # said to the other side ("I'm so proud of you for ... the LGBTQ community"): about them
-            if screen._ADDRESSEE & {t.lower() for t in screen._TOKEN.findall(sent.replace("\u2019", "'"))}:
-                continue
+        for sent in _own_sentences(turn.content):
             names = _names_in(sent, skip)
             said = {w for n in names for w in content_words(n)}
             if not [w for w in content_words(sent) if w not in said and not screen._short_of(w, skip)]:

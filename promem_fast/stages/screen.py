@@ -119,6 +119,13 @@ _ADDRESSEE = _SECOND_PERSON | frozenset("your yours yourself".split())
 _THIRD_PERSON = _OTHER_SUBJECT - _ADDRESSEE
 _POSSESSIVE = frozenset("my our his her their your".split())
 _TOKEN = re.compile(r"[\w'’]+", re.U)
+
+
+def _speaker_name_words(*names: Optional[str]) -> set[str]:
+    """The words of ``names`` (speakers' names), case-folded: "Sarah Garcia" -> {"sarah", "garcia"}."""
+    return {w.casefold() for n in names for w in _TOKEN.findall(n or "")}
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _CLAUSE_CUT = re.compile(r"[.!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
 
@@ -657,7 +664,7 @@ def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
     turn = turn_text.replace("\u2019", "'")
     if re.search(rf"\b(?:my|our|mine)\s+(?:[\w-]+\s+){{0,3}}{noun}", turn, re.I):
         return False
-    names = {w.casefold() for w in _TOKEN.findall(user_name)}
+    names = _speaker_name_words(user_name)
     if any(re.search(rf"\b{re.escape(n)}'s\s+(?:[\w-]+\s+){{0,2}}{noun}", turn, re.I) for n in names):
         return False  # the turn gives it to the user by name too
     low = text.lower()
@@ -704,8 +711,8 @@ def held_by_other(text: str, user_name: str, user_turns: Sequence[str], other_tu
     if not user_turns or not other_turns:
         return False
     body = text.replace("\u2019", "'")
-    name_words = {w.casefold() for w in _TOKEN.findall(user_name)}
-    named = {w.casefold() for o in others for w in _TOKEN.findall(o)}
+    name_words = _speaker_name_words(user_name)
+    named = _speaker_name_words(*others)
     spans = [(m.start(), m.group(1)) for m in _HELD_THING.finditer(body)]
     own = re.match(rf"{re.escape(user_name)}'s\s+{_THING}", body, re.I) if user_name else None
     if own:
@@ -816,7 +823,7 @@ def relation_unstated(text: str, user_name: str, user_turns: Sequence[str], othe
     subjects = list(_CLAIM_SUBJECT.finditer(body))
     if not subjects or not user_turns or not user_name:
         return False
-    skip = {w.casefold() for n in (user_name, *others) for w in _TOKEN.findall(n or "")}
+    skip = _speaker_name_words(user_name, *others)
     turns = None
     for m in subjects:
         words = [w for w in _TOKEN.findall(m.group("name"))
@@ -1086,6 +1093,14 @@ def addresses_someone(text: str, names: Sequence[str] = ()) -> bool:
     return bool(_ADDRESS_WORD.search(t) or _ADDRESS_START.search(t))
 
 
+def remark_on_speech(text: str, user_name: str) -> bool:
+    """The entry's subject is the user's remark on what was said ("Jon's statement is about the
+    performers' practice": :data:`_REMARK_ACTS`), which :func:`is_filler` calls filler whatever
+    it names. Shape: str, str -> bool."""
+    said = _SPEECH_ACT_SUBJECT.match(_strip_subject(text, user_name))
+    return bool(said) and said.group("act").lower() in _REMARK_ACTS
+
+
 def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, sign-offs,
@@ -1114,7 +1129,7 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         if said.group("act").lower() in _REMARK_ACTS or (
                 len(_substantive(predicate_words(rest, user_name))) <= 2 and not _names_something(rest, skip_first=False)):
             return True
-    other_names = {w.casefold() for o in others for w in _TOKEN.findall(o)}
+    other_names = _speaker_name_words(*others)
     act = _ACT_TO.match(body)
     if act and _short_of(act.group(1), other_names):
         return True
@@ -1126,7 +1141,7 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
         parts = split_clauses(text, user_name)
         if len(parts) > 1:  # "is glad he has Kai in his corner and is looking for a studio"
             return all(is_filler(x, user_name, others) for x in parts)
-        known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
+        known = other_names | _speaker_name_words(user_name)
         names = _names_beyond(body, known)
         own_difficulty = _FINDS_IT_TO.match(body) and sum(not w.startswith("find") for w in words) >= 2
         return not names and not _SPECIFIC.search(body) and not own_difficulty
@@ -1230,7 +1245,7 @@ def _appraises_other(text: str, body: str, user_name: str, others: Sequence[str]
         head = body[co.end():]
     elif not names_other_speaker(text, others, user_name):
         return False
-    known = other_names | {w.casefold() for w in _TOKEN.findall(user_name)}
+    known = other_names | _speaker_name_words(user_name)
     if _names_beyond(head, known):
         return False
     parts = split_clauses(text, user_name)
@@ -1602,7 +1617,7 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     words = predicate_words(clauses[0], user_name) if clauses else []
     if not words:
         return False
-    names = {w.casefold() for w in _TOKEN.findall(user_name)}
+    names = _speaker_name_words(user_name)
     best, best_n = _best_clause(words, turn_text)
     if best is None or best_n < min(2, len(words)):
         return False
