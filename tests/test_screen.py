@@ -405,6 +405,45 @@ def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
 
 
+@pytest.mark.parametrize("entry, turn, clash", [
+    # the verb's nearest subject is someone else, at the start of the sentence too
+    ("Nora is moving to Oslo in May.", "Work is fine. Ines is moving to Oslo in May, so I'll miss her.", True),
+    ("Nora laughed when they opened the gift.", "We gave Leo the gift. Tobiah laughed when we opened it.", True),
+    ("Nora is driving to Porto to see her cousin Ana.", "My cousin Ana is driving to Porto to see me!", True),
+    ("Nora coaches the under-12 team.", "My neighbour, Ines, coaches the under-12 team on Saturdays.", True),
+    ("Nora is swimming 2 km a day.", "My physio told me to start swimming 2 km a day.", True),
+    # the user is the subject, or the one it happens to
+    ("Nora is moving to Oslo in May.", "Ines and I are moving to Oslo in May.", False),
+    ("Nora is moving to Oslo in May.", "Ines asked if I'm moving to Oslo in May, and I am.", False),
+    ("Nora is motivated by her students.", "Seeing my students grow motivates me every day.", False),
+    ("Nora is motivated by her family.", "My husband and kids keep me motivated.", False),
+    ("Nora was inspired by the stories.", "The stories were so inspiring.", False),             # no subject found
+    ("Nora shared her story with the group.", "They were so brave, and I felt I'd helped by sharing my story.", False),
+    ("Nora posted her paintings online.", "I did what you said and posted my paintings online.", False),
+    # not a verb of the turn's sentences, or only in a question
+    ("Nora found a new studio.", "Great news! Did you find the studio you wanted?", False),
+    # a capitalised word of the lexicon, a vocative or the user's own name is no other subject
+    ("Nora is running the Oslo marathon.", "Honestly running the Oslo marathon is my dream.", False),
+    ("Nora is running the Oslo marathon.", "Hey Kai, running the Oslo marathon was a dream.", False),
+    ("Nora is running the Oslo marathon.", "Nora is running the Oslo marathon, that's me!", False),
+    # the user's own turn in German: the English rule stays out
+    ("Nora zieht im Mai nach Oslo.", "Ines zieht im Mai nach Oslo, ich bleibe hier.", False),
+])
+def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
+    assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+@pytest.mark.parametrize("entry, filler", [
+    ("Nora is a bit nervous, to be honest.", True),    # a hedged state about nothing named
+    ("Nora is busy.", True),
+    ("Nora is really tired these days.", True),
+    ("Nora is busy with the bakery's opening.", False),  # names what keeps her busy
+    ("Nora is a bit nervous about the Oslo marathon.", False),
+])
+def test_a_hedged_bare_state_is_filler(entry, filler):
+    assert screen.is_filler(entry, "Nora", ["Kai"]) is filler
+
+
 def test_a_users_name_ending_in_s_owns_her_things():
     assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, James' guitar is out of tune again.") is False
     assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, Lucas' guitar is out of tune again.") is True
