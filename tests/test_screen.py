@@ -439,6 +439,8 @@ def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
     ("Nora is really tired these days.", True),
     ("Nora is busy with the bakery's opening.", False),  # names what keeps her busy
     ("Nora is a bit nervous about the Oslo marathon.", False),
+    ("Nora tells Nora that she twice a week, Tuesdays and Fridays.", True),  # garbled: tells herself
+    ("Nora told Ines that she twice a week, Tuesdays and Fridays.", False),
 ])
 def test_a_hedged_bare_state_is_filler(entry, filler):
     assert screen.is_filler(entry, "Nora", ["Kai"]) is filler

@@ -81,6 +81,8 @@ _QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|not
 # a dialogue act addressed to someone: filler when that someone is the other speaker
 _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|wish\w*|encourag\w*|"
                      r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
+# a dialogue act whose object is the user's own name (the user telling themselves)
+_SELF_ACT = re.compile(r"^(?:is |was )?(?:tell\w*|told|ask\w*|remind\w*|inform\w*|thank\w*|assur\w*) (\w+)\b", re.I)
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
@@ -1111,7 +1113,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     dialogue act ("shared", "mentioned", "told") and has at most one other content word; or
     it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
-    go!'"); or its subject is something said ("Jon's statement is about ...") or it says
+    go!'") or tells the user themselves ("Priya tells Priya that ...", a garbled re-read);
+    or its subject is something said ("Jon's statement is about ...") or it says
     what the dialogue mentions ("her friends are mentioned in the turn"); or it names a
     party of the chat by role ("thanked the other person", "told the user", not "the
     user research team" nor "the assistant"); or it is a short
@@ -1130,6 +1133,9 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
                 len(_substantive(predicate_words(rest, user_name))) <= 2 and not _names_something(rest, skip_first=False)):
             return True
     other_names = _speaker_name_words(*others)
+    self_act = _SELF_ACT.match(body)
+    if self_act and _short_of(self_act.group(1), _speaker_name_words(user_name)):
+        return True  # "Priya tells Priya that she ...": a garbled re-read, no one's fact
     act = _ACT_TO.match(body)
     if act and _short_of(act.group(1), other_names):
         return True
