@@ -1,0 +1,47 @@
+"""benchmarks/bench_unseen.py: the unseen dialogues load (LoCoMo files once per speaker),
+and a run with the scripted LLM writes graphs a labelled rescore reads back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _bench_loader import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_unseen_dialogue_loads_with_its_user():
+    sessions = load_benchmark("bench_unseen").load_unseen()
+    ids = {s.session_id: s.user_name for s in sessions}
+    # two-speaker chats give one session per speaker; plain files keep their user_name
+    assert ids["fresh-1/session_2@Priya"] == "Priya" and ids["fresh-1/session_2@Tom"] == "Tom"
+    assert ids["lena-marco/session_1@Marco"] == "Marco"
+    assert ids["daniel/session_1"] == "Daniel" and ids["miriam/session_1"] == "Miriam"
+    assert len(ids) == len(sessions) == 9
+    assert all(s.turns and all(t.timestamp for t in s.turns) for s in sessions)
+
+
+def test_a_scripted_run_is_rescored_from_its_graphs_with_labels(tmp_path):
+    out = tmp_path / "u"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_unseen.py"), "--out", str(out), "--variants", "one-off",
+           "--llm", "scripted", "--embed", "hash"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    (first,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert first["sessions"] == 9 and first["seconds_per_session"] is not None
+    graphs = [json.loads(x) for x in (out / "graphs-one-off.jsonl").read_text().splitlines()]
+    mems = [(g["session_id"], e["text"]) for g in graphs for e in g["events"]]
+    assert len(mems) == first["memories"] > 0
+    # label every memory correct but the first wrong: the rescore counts exactly that
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"session_id": sid, "memory": m, "label": "wrong" if i == 0 else "correct"}) + "\n"
+                              for i, (sid, m) in enumerate(dict.fromkeys(mems))))
+    res = subprocess.run(cmd[:6] + ["--from-graphs", "--labels", str(labels)], capture_output=True, text=True,
+                         timeout=600, check=True)
+    (again,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert again["commit"] == first["commit"] and again["date"] == first["date"]  # the extraction's, from run.json
+    rev = again["reviewed"]
+    assert rev["wrong"] == 1 and rev["unlabelled"] == 0
+    assert rev["correct"] + rev["duplicate"] == len(dict.fromkeys(mems)) - 1
