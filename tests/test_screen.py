@@ -428,6 +428,25 @@ def test_subject_clash(entry, turn, clash):
     ("Nora is running the Oslo marathon.", "Nora is running the Oslo marathon, that's me!", False),
     # the user's own turn in German: the English rule stays out
     ("Nora zieht im Mai nach Oslo.", "Ines zieht im Mai nach Oslo, ich bleibe hier.", False),
+    # the user is the subject: "me and ...", a clause after a comma or "then", a place name first
+    ("Nora went to the beach last weekend.", "Me and my sister went to the beach last weekend.", False),
+    ("Nora drove home.", "I called my mom, then drove home.", False),
+    ("Nora flew to Oslo.", "I met my sister at the airport, flew to Oslo together.", False),
+    ("Nora took over the bakery.", "After Ines left, took over the bakery myself.", False),
+    ("Nora got the job.", "Thanks to Ines, got the job!", False),
+    ("Nora visited Lisbon last May.", "Lisbon was amazing, visited it last May.", False),
+    ("Nora adopted a dog.", "Ines, guess what, adopted a dog!", False),
+    # someone else is: a contraction, "my little brother", a name of the lexicon inside the
+    # clause, "Mom", a tag question, an adverb before the entry's verb, "us" after the verb
+    ("Nora is moving to Oslo.", "Ines's moving to Oslo next month.", True),
+    ("Nora is moving to Oslo.", "She'll be moving to Oslo next month.", True),
+    ("Nora is moving to Oslo.", "My little brother is moving to Oslo.", True),
+    ("Nora cried.", "It was sad, and when Tom cried we all did.", False),           # "we" did too
+    ("Nora cried when they left.", "We left early. When we left, Tom cried.", True),
+    ("Nora called the school.", "Mom called the school this morning.", True),
+    ("Nora is moving to Oslo.", "Ines is moving to Oslo, can you believe it?", True),
+    ("Nora recently moved to Oslo.", "Ines moved to Oslo last month.", True),
+    ("Nora drove to the airport.", "Ines drove us to the airport.", True),
 ])
 def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
@@ -436,11 +455,13 @@ def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
 @pytest.mark.parametrize("entry, filler", [
     ("Nora is a bit nervous, to be honest.", True),    # a hedged state about nothing named
     ("Nora is busy.", True),
-    ("Nora is really tired these days.", True),
+    ("Nora is really busy these days.", True),
+    ("Nora is tired all the time.", False),  # a complaint about her health, not a passing mood
     ("Nora is busy with the bakery's opening.", False),  # names what keeps her busy
     ("Nora is a bit nervous about the Oslo marathon.", False),
     ("Nora tells Nora that she twice a week, Tuesdays and Fridays.", True),  # garbled: tells herself
     ("Nora told Ines that she twice a week, Tuesdays and Fridays.", False),
+    ("Nora told Nora's mom about the move to Oslo.", False),  # her mom: the possessive is no self-act
 ])
 def test_a_hedged_bare_state_is_filler(entry, filler):
     assert screen.is_filler(entry, "Nora", ["Kai"]) is filler

@@ -82,7 +82,7 @@ _QUOTED_SPEECH = re.compile(r"^(?:says|said|mentions|mentioned|states|stated|not
 _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|wish\w*|encourag\w*|"
                      r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
 # a dialogue act whose object is the user's own name (the user telling themselves)
-_SELF_ACT = re.compile(r"^(?:is |was )?(?:tell\w*|told|ask\w*|remind\w*|inform\w*|thank\w*|assur\w*) (\w+)\b", re.I)
+_SELF_ACT = re.compile(r"^(?:is |was )?(?:tell\w*|told|ask\w*|remind\w*|inform\w*|thank\w*|assur\w*) (\w+)\b(?!['\u2019])", re.I)
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
@@ -1279,7 +1279,7 @@ _STATE_WORDS = frozenset("""
 excited thrilled happy glad hopeful nervous anxious stressed relieved grateful thankful overwhelmed
 upset worried scared pumped stoked alive delighted sad blessed motivated inspired eager determined
 touched moved humbled honored honoured fulfilled satisfied energized energised ready
-busy tired exhausted drained swamped
+busy swamped
 """.split())
 _TRAIT_WORDS = frozenset("optimistic positive confident calm content relaxed peaceful joyful passionate "
                          "enthusiastic energetic proud lucky keen".split())
@@ -1641,8 +1641,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
             break
         prefix.append(tok)
     low = [t.lower() for t in prefix]
-    if any(t in _FIRST_SINGULAR for t in low):
-        return False
+    if any(t in _FIRST_SINGULAR for t in low) or re.search(r"\b(?:me|i) and\b|\band (?:me|i)\b", " ".join(low)):
+        return False  # "I", or "me and my sister": the user is among the subjects
     if _REQUEST.match(" ".join(low)) and any(t in _FIRST_PERSON for t in low):
         return False  # "Can you find me a hotel for my trip to Oslo?": the trip is the user's
     if not [t for t in low if t not in _INTERJECTIONS]:
@@ -1705,63 +1705,117 @@ def _name_token(tok: str, known: set[str]) -> bool:
             and not _NOUN_SUFFIX.search(low) and not getAllLemmas(low))
 
 
-def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
-    """The turn says the entry's verb (its first content word, when lemminflect knows it as
-    a verb; any of its forms) only of someone else: in every sentence of ``turn_text`` that
-    holds it, the nearest subject before it is a name ("Rosa is leaving for Lisbon" ->
-    "User is leaving for Lisbon"; "Maisie cried when we left" -> "User cried"), a person by
-    role ("my sister Anjali is coming to cheer me on" -> "User is coming to cheer her sister
-    on"; "My manager, Rosa, runs the trials team") or "he" / "she" / "they" / "you", or
-    "me" / "us" after a verb that hands the act over ("My doctor told me to walk 30 minutes
-    a day"); "I" / "we", or "me" / "us" otherwise ("they keep me motivated") or right after
-    the verb ("seeing my students succeed motivates me"), make it the user's, and so does a
-    sentence where no subject is found before the verb's clause starts ("The stories were
-    so inspiring", "..., and posted my videos", "by sharing my story"). Questions are
-    skipped. English turns and entries whose subject is the user only. Shape: (str,
-    str, str) -> bool."""
-    if not subject_is_user(text, user_name) or not reads_english(turn_text):
-        return False
+# how a question opens; a statement with a tag ("Rosa is moving, can you believe it?") is
+# still read
+_QUESTION_OPEN = frozenset("""do does did is are was were am can could will would have has had how what why when
+where who whom whose which should shall may might isn't aren't don't doesn't didn't won't can't""".split())
+_WEEKDAYS_MONTHS = frozenset(_MONTHS.split()) | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday".split())
+# the clause the verb is in starts after the last of these (an appositive name between
+# commas, "My manager, Rosa, runs ...", is read through)
+_CLAUSE_EDGE = re.compile(r"[,;:()\u2013\u2014]|\s-\s|\bthen\b", re.I)
+_APPOSITIVE_END = re.compile(r",\s*[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*,\s*$")
+# "so now I do", "and I did": the user says it holds for them after all
+_USER_DOES_TOO = re.compile(r"\b(?:so\s+now\s+|and\s+|but\s+)?(?:I|we)(?:\s+all|\s+both)?\s+(?:do|did|am|have|will|was|were)"
+                            r"(?:\s+it|\s+that|\s+so)?(?:\s+now|\s+too|\s+as\s+well|\s+every\s+day)?\s*(?:[.!,;]|$)", re.I)
+# parents by the word the family calls them, capitalised as a name ("Mom called the school")
+_FAMILY_NAMES = frozenset("mom mum dad mama papa ma pa grandma grandpa granny nana".split())
+_CONTRACTED = re.compile(r"'(?:s|ll|d|ve|re|m)$")
+
+
+def _entry_verb_forms(text: str, user_name: str) -> tuple[frozenset[str], bool]:
+    """Every form of the entry's verb (the first of its first two content words lemminflect
+    knows as a verb: "recently moved" -> move) and whether the entry uses it as a passive or
+    a feeling ("is motivated by", "was inspired"). Empty when there is none."""
     clauses = _clauses(text)
     words = predicate_words(clauses[0], user_name) if clauses else []
-    if not words or not words[0].isascii():
+    for i, w in enumerate(words[:2]):
+        if not w.isascii() or (i == 1 and not words[0].endswith("ly")):
+            return frozenset(), False  # past the first word only after an adverb ("recently moved")
+        lemmas = getAllLemmas(w, upos="VERB").get("VERB", ())
+        if lemmas:
+            forms: set[str] = set()
+            for lemma in lemmas:
+                forms |= _verb_forms(lemma)
+            passive = re.search(rf"\b(?:is|are|was|were|been|being|feels?|felt|gets?|got)\s+(?:\w+ly\s+)?{re.escape(w)}\b",
+                                text, re.I) is not None
+            return frozenset(forms), passive
+    return frozenset(), False
+
+
+def _subject_before(tail: list[str], known: set[str], sentence_start: bool = True) -> Optional[str]:
+    """"user", "other" or None: the nearest subject in ``tail``, the tokens of the verb's
+    clause before it, read from the verb back (``sentence_start``: its first token opens
+    the sentence, where a capital says nothing)."""
+    for k in range(len(tail) - 1, -1, -1):
+        t = _CONTRACTED.sub("", tail[k])
+        low = t.lower()
+        before = tail[k - 1].lower() if k > 0 else ""
+        if low in _SUBJECT_STOP:
+            return None  # another clause ("by sharing my story", "and posted"): no subject found
+        if low in _FIRST_SINGULAR or tail[k].lower() in _FIRST_SINGULAR:
+            return "user"
+        if low in ("me", "us"):
+            return "other" if before in _INSTRUCT else "user"
+        start = None
+        if low in _THIRD_PERSON - _POSSESSIVE or low in _SECOND_PERSON:
+            start = k
+        elif _PERSON_ROLE.fullmatch(low) and (before in ("my", "our") or (
+                k > 1 and tail[k - 2].lower() in ("my", "our"))):
+            start = k - 1 if before in ("my", "our") else k - 2  # "my little brother"
+        elif low in _FAMILY_NAMES and t[:1].isupper():
+            start = k  # "Mom called the school"
+        elif (_name_token(t, known) or ((k > 0 or not sentence_start) and t[:1].isupper() and t.isalpha() and len(t) > 1
+                                         and low not in _WEEKDAYS_MONTHS and low not in _INTERJECTIONS
+                                         and t.casefold() not in known)) and before not in _VOCATIVE_CUE:
+            start = k  # a name: outside the lexicon, or capitalised inside the clause ("when Tom cried")
+        else:
+            continue
+        # "me and my sister went", "I and Rosa": the user is among the subjects
+        if start >= 2 and tail[start - 1].lower() == "and" and tail[start - 2].lower() in ("me", "i"):
+            return "user"
+        return "other"
+    return None
+
+
+def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
+    """The turn says the entry's verb (:func:`_entry_verb_forms`) only of someone else: in
+    every sentence of ``turn_text`` that holds it, the nearest subject before it, inside its
+    clause, is a name ("Rosa is leaving for Lisbon" -> "User is leaving for Lisbon"; "Maisie
+    cried when we left" -> "User cried"), a person by role ("my sister Anjali is coming to
+    cheer me on", "My manager, Rosa, runs the trials team"), "he" / "she" / "they" / "you",
+    or "me" / "us" after a verb that hands the act over ("My doctor told me to walk 30
+    minutes a day"). The user is the subject with "I" / "we", "me and ...", "me" / "us"
+    otherwise ("they keep me motivated"), "me" right after the verb of a passive or feeling
+    entry ("seeing my students succeed motivates me" / "is motivated by ..."), or "so now I
+    do" after it; a clause with no subject before the verb ("The stories were so inspiring",
+    "I called my mom, then drove home", "After Rosa left, took over the bakery") clears the
+    sentence. Questions are skipped (a statement with a tag question is read). English turns
+    and entries whose subject is the user only. Shape: (str, str, str) -> bool."""
+    if not subject_is_user(text, user_name) or not reads_english(turn_text):
         return False
-    forms: set[str] = set()
-    for lemma in getAllLemmas(words[0], upos="VERB").get("VERB", ()):
-        forms |= _verb_forms(lemma)
+    forms, passive = _entry_verb_forms(text, user_name)
     if not forms:
         return False
     known = _speaker_name_words(user_name)
     seen = False
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn_text.replace("\u2019", "'")):
-        if sentence.rstrip().endswith("?"):
+        head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(sentence)[:1]]
+        if sentence.rstrip().endswith("?") and head and head[0] in _QUESTION_OPEN:
             continue  # a question states nothing of anyone (asked_only reads those)
-        toks = _TOKEN.findall(sentence)
-        for v, tok in enumerate(toks):
-            if tok.lower() not in forms:
-                continue
+        for m in _TOKEN.finditer(sentence):
+            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
+                continue  # not the verb, or part of a name ("Chronic Fatigue Syndrome")
             seen = True
-            if toks[v + 1:v + 2] and toks[v + 1].lower() in ("me", "us", "myself"):
+            after = sentence[m.end():]
+            if passive and re.match(r"\s+(?:me|us|myself)\b", after, re.I):
                 return False  # "seeing my students succeed motivates me": the user feels it
-            subject = None
-            for k in range(v - 1, -1, -1):
-                t, low = toks[k], toks[k].lower()
-                before = toks[k - 1].lower() if k > 0 else ""
-                if low in _SUBJECT_STOP:
-                    break  # another clause ("... by sharing my story", "and posted"): no subject found
-                if low in _FIRST_SINGULAR:
-                    subject = "user"
-                elif low in ("me", "us"):
-                    subject = "other" if before in _INSTRUCT else "user"
-                elif low in _THIRD_PERSON - _POSSESSIVE or low in _SECOND_PERSON:
-                    subject = "other"
-                elif _PERSON_ROLE.fullmatch(low) and before in ("my", "our"):
-                    subject = "other"
-                elif _name_token(t, known) and before not in _VOCATIVE_CUE:
-                    subject = "other"
-                else:
-                    continue
-                break
-            if subject != "other":
+            if _USER_DOES_TOO.search(after):
+                return False
+            prefix = _APPOSITIVE_END.sub(" ", sentence[:m.start()].rstrip() + " ").rstrip()
+            cut = list(_CLAUSE_EDGE.finditer(prefix))
+            tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
+            if _subject_before(tail, known, sentence_start=not cut) != "other":
                 return False
     return seen
 
