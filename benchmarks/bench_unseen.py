@@ -5,7 +5,8 @@ so they overstate precision on new input. ``benchmarks/unseen/`` holds dialogues
 for this benchmark and read only after a run: ``*.locomo.json`` in the LoCoMo schema (each
 session extracted once per speaker, ids ``<sample>/session_<n>@<speaker>``) and ``*.json``
 plain sessions (``[{"session_id", "user_name", "turns": [{"role", "content",
-"timestamp"}]}]``). There are no gold points, so the only quality figure is the reviewer's
+"timestamp"}]}]``). A file a screen rule was then written from is dev data from that commit
+on; docs/evaluation.md says which files are still unseen. There are no gold points, so the only quality figure is the reviewer's
 (rubric: docs/evaluation.md); tokens and seconds come from the graphs.
 
     python benchmarks/bench_unseen.py --out OUT                    # extract, write OUT/review.jsonl
