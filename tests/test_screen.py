@@ -467,6 +467,21 @@ def test_a_hedged_bare_state_is_filler(entry, filler):
     assert screen.is_filler(entry, "Nora", ["Kai"]) is filler
 
 
+@pytest.mark.parametrize("entry, turn, other", [
+    ("Nora expressed pride in the promotion.", "That's a big promotion. You must be proud.", True),
+    ("Nora is excited about the trip.", "My kids are so excited about the trip!", True),
+    ("Nora is nervous about the exam.", "Ines is nervous about the exam, she barely sleeps.", True),
+    ("Nora is proud of her daughter.", "I'm so proud of Maisie!", False),
+    ("Nora is excited about the trip.", "We are so excited about the trip!", False),
+    ("Nora is excited about the trip.", "Ines asked about it. I'm excited about the trip.", False),
+    ("Nora went to a pride parade.", "Went to the pride parade with my sister, she was so proud!", False),
+    ("Nora is exhausted after the move.", "> You must be exhausted after the move!\nHaha, not really.", False),  # quoted: not read
+    ("Nora bakes bread.", "You must be proud of that bread, I bake it every day.", False),  # no feeling in the entry
+])
+def test_a_feeling_the_turn_gives_someone_else(entry, turn, other):
+    assert screen.feeling_of_other(entry, "Nora", turn) is other
+
+
 def test_a_users_name_ending_in_s_owns_her_things():
     assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, James' guitar is out of tune again.") is False
     assert screen.subject_clash("James's guitar is out of tune.", "James", "Ugh, Lucas' guitar is out of tune again.") is True

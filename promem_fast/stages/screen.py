@@ -1718,6 +1718,10 @@ _APPOSITIVE_END = re.compile(r",\s*[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?\s*,\s*$")
 # "so now I do", "and I did": the user says it holds for them after all
 _USER_DOES_TOO = re.compile(r"\b(?:so\s+now\s+|and\s+|but\s+)?(?:I|we)(?:\s+all|\s+both)?\s+(?:do|did|am|have|will|was|were)"
                             r"(?:\s+it|\s+that|\s+so)?(?:\s+now|\s+too|\s+as\s+well|\s+every\s+day)?\s*(?:[.!,;]|$)", re.I)
+# "are so excited": "so" there intensifies, it opens no clause
+_LINKING_WORDS = frozenset("is are was were be been am feel feels felt seem seems seemed look looks looked".split())
+# "pride" of a parade or a month names an event, not a feeling
+_PRIDE_EVENT = re.compile(r"\bpride\s+(?:parade|event|events|month|march|flag|festival|celebration|week)\b", re.I)
 # parents by the word the family calls them, capitalised as a name ("Mom called the school")
 _FAMILY_NAMES = frozenset("mom mum dad mama papa ma pa grandma grandpa granny nana".split())
 _CONTRACTED = re.compile(r"'(?:s|ll|d|ve|re|m)$")
@@ -1751,7 +1755,7 @@ def _subject_before(tail: list[str], known: set[str], sentence_start: bool = Tru
         t = _CONTRACTED.sub("", tail[k])
         low = t.lower()
         before = tail[k - 1].lower() if k > 0 else ""
-        if low in _SUBJECT_STOP:
+        if low in _SUBJECT_STOP and not (low == "so" and (before in _LINKING_WORDS or before.endswith(("'re", "'m", "'s")))):
             return None  # another clause ("by sharing my story", "and posted"): no subject found
         if low in _FIRST_SINGULAR or tail[k].lower() in _FIRST_SINGULAR:
             return "user"
@@ -1812,6 +1816,44 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
                 return False  # "seeing my students succeed motivates me": the user feels it
             if _USER_DOES_TOO.search(after):
                 return False
+            prefix = _APPOSITIVE_END.sub(" ", sentence[:m.start()].rstrip() + " ").rstrip()
+            cut = list(_CLAUSE_EDGE.finditer(prefix))
+            tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
+            if _subject_before(tail, known, sentence_start=not cut) != "other":
+                return False
+    return seen
+
+
+# a feeling and the words for it, adjective or noun ("proud" / "pride")
+_FEELING_FORMS = tuple(frozenset(g.split()) for g in (
+    "proud pride", "excited excitement exciting", "happy happiness", "grateful gratitude thankful",
+    "nervous nervousness anxious anxiety", "scared afraid fear", "exhausted exhaustion tired",
+    "stressed stress", "relieved relief", "thrilled", "brave bravery courage courageous",
+    "lucky", "sad sadness", "worried worry", "overwhelmed", "inspired inspiration"))
+
+
+def feeling_of_other(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry gives the user a feeling ("Tom expressed pride in the vote of
+    confidence", "User is exhausted after the move") that the turn only gives someone else:
+    every sentence of ``turn_text`` that names it (:data:`_FEELING_FORMS`: "proud" or
+    "pride", ...) has another nearest subject in its clause ("You must be proud", "She's so
+    excited"), read as :func:`_verb_done_by_other` reads a verb's. "I'm so proud of you"
+    keeps it. English turns and entries whose subject is the user only. Shape: (str, str,
+    str) -> bool."""
+    if not subject_is_user(text, user_name) or not reads_english(turn_text):
+        return False
+    words = {w.lower() for w in _TOKEN.findall(_PRIDE_EVENT.sub(" ", _strip_subject(text, user_name)))}
+    group = next((g for g in _FEELING_FORMS if g & words), None)
+    if group is None:
+        return False
+    known = _speaker_name_words(user_name)
+    seen = False
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", unquoted(turn_text).replace("\u2019", "'")):
+        for m in _TOKEN.finditer(sentence):
+            if m.group().lower() not in group or _PRIDE_EVENT.match(sentence, m.start()) or (
+                    m.start() > 0 and m.group()[:1].isupper()):
+                continue
+            seen = True
             prefix = _APPOSITIVE_END.sub(" ", sentence[:m.start()].rstrip() + " ").rstrip()
             cut = list(_CLAUSE_EDGE.finditer(prefix))
             tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)

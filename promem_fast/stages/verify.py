@@ -75,6 +75,7 @@ DEAD_SPEAKER_REASON = "says the user, who speaks in the session, is dead"
 RELATION_REASON = "says how a named person relates to someone, which no user turn says of that name"
 SAID_OF_IT_REASON = "the turn says it of 'it' or 'they', not of the user"
 REVERSED_FEELING_REASON = "swaps who feels and who causes it ('is impressed' where the turn says others will impress)"
+FEELING_OF_OTHER_REASON = "a feeling the turn gives someone else ('You must be proud'), not the user"
 URGED_REASON = "urged on the other speaker ('Check ...', 'Push through ...'), not done by the user"
 INFERRED_REASON = "adds a reading of the turn (', implying ...') that the user did not state"
 PLACEHOLDER_REASON = ("names its object only by a placeholder ('the project' the turn never says, "
@@ -367,7 +368,8 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
     return (WRONG_PERSON_REASON.format(tid=turn.turn_id), QUOTED_REASON, BORROWED_REASON, ASKED_REASON,
             WISHED_REASON, EXHORTED_REASON, INFERRED_REASON, URGED_REASON, SAID_OF_IT_REASON, KIND_REASON,
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
-            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON)
+            REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON,
+            FEELING_OF_OTHER_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -424,6 +426,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return SAID_OF_IT_REASON
     if screen.reversed_feeling(text, name, turn.content):
         return REVERSED_FEELING_REASON
+    if screen.feeling_of_other(text, name, turn.content):
+        return FEELING_OF_OTHER_REASON
     # the other side's news from the turn before or, when the user only reacted (no question
     # before, no first person in the turn: "Wow, the studio looks awesome!"), from the turn
     # after, which the model merges with the reaction ("I'm determined to make this studio
