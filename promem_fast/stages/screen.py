@@ -1782,6 +1782,16 @@ def _subject_before(tail: list[str], known: set[str], sentence_start: bool = Tru
     return None
 
 
+def _clause_subject(sentence: str, at: int, known: set[str]) -> Optional[str]:
+    """:func:`_subject_before` for the word at ``at`` of ``sentence``: read over the clause
+    it is in (after the last :data:`_CLAUSE_EDGE` before it, an appositive name between
+    commas read through)."""
+    prefix = _APPOSITIVE_END.sub(" ", sentence[:at].rstrip() + " ").rstrip()
+    cut = list(_CLAUSE_EDGE.finditer(prefix))
+    tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
+    return _subject_before(tail, known, sentence_start=not cut)
+
+
 def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
     """The turn says the entry's verb (:func:`_entry_verb_forms`) only of someone else: in
     every sentence of ``turn_text`` that holds it, the nearest subject before it, inside its
@@ -1803,7 +1813,7 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
         return False
     known = _speaker_name_words(user_name)
     seen = False
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn_text.replace("\u2019", "'")):
+    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
         head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(sentence)[:1]]
         if sentence.rstrip().endswith("?") and head and head[0] in _QUESTION_OPEN:
             continue  # a question states nothing of anyone (asked_only reads those)
@@ -1816,10 +1826,7 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
                 return False  # "seeing my students succeed motivates me": the user feels it
             if _USER_DOES_TOO.search(after):
                 return False
-            prefix = _APPOSITIVE_END.sub(" ", sentence[:m.start()].rstrip() + " ").rstrip()
-            cut = list(_CLAUSE_EDGE.finditer(prefix))
-            tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
-            if _subject_before(tail, known, sentence_start=not cut) != "other":
+            if _clause_subject(sentence, m.start(), known) != "other":
                 return False
     return seen
 
@@ -1848,16 +1855,13 @@ def feeling_of_other(text: str, user_name: str, turn_text: str) -> bool:
         return False
     known = _speaker_name_words(user_name)
     seen = False
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", unquoted(turn_text).replace("\u2019", "'")):
+    for sentence in _SENTENCE_END.split(unquoted(turn_text).replace("\u2019", "'")):
         for m in _TOKEN.finditer(sentence):
             if m.group().lower() not in group or _PRIDE_EVENT.match(sentence, m.start()) or (
                     m.start() > 0 and m.group()[:1].isupper()):
                 continue
             seen = True
-            prefix = _APPOSITIVE_END.sub(" ", sentence[:m.start()].rstrip() + " ").rstrip()
-            cut = list(_CLAUSE_EDGE.finditer(prefix))
-            tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
-            if _subject_before(tail, known, sentence_start=not cut) != "other":
+            if _clause_subject(sentence, m.start(), known) != "other":
                 return False
     return seen
 
