@@ -182,9 +182,10 @@ class PipelineConfig(_Cfg):
         "shorter's content words and entails it (NLI); None = off (not in the paper).")
     keep_turn_language: bool = Field(
         default=True,
-        description="After HV: a live entry written in another language than its user turn (German turn, "
-        "English entry) is written again in the turn's language, one batched request; the rewrite is kept only "
-        "when it is in that language and the turn states it (timeparse.language_of; not in the paper).",
+        description="Before the HV screen and again after HV: an entry written in another language than its "
+        "user turn (German turn, English entry) is written again in the turn's language, one batched request "
+        "each time; the rewrite is kept only when it is in that language and the turn states it "
+        "(timeparse.language_of; not in the paper). English sessions make no such request.",
     )
     premise_max_words: int = Field(
         default=90, ge=0,

@@ -400,6 +400,10 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     # the addressee's things, whatever the entry makes of them
     ("Nora is making Kai's future family lucky.", "Your future family is gonna be so lucky to have you!", True),
     ("Nora loves Kai's cooking.", "I love your cooking!", False),
+    # German capitalises every noun: "Samstag" names no one; "ich" is the user, "mein Hund" not
+    ("Nora hat am Samstag zwei Besichtigungen.", "Gute Idee. Am Samstag habe ich zwei Besichtigungen.", False),
+    ("Nora zieht nach Hamburg.", "Im Dezember ziehe ich nach Hamburg.", False),
+    ("Nora muss übrigens mit.", "Mein Hund Bruno muss übrigens mit.", True),
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
@@ -1502,6 +1506,15 @@ def test_wished_only(entry, turn, wished):
     ("Nora runs a bakery.", "I run a bakery.", False),
     # the span ends with its clause
     ("Nora adopted a cat last month.", "We can talk later, I adopted a cat last month.", False),
+    # "let's" exhorts whatever follows it, "and" included
+    ("Nora wants to keep chasing her goals and making them happen.",
+     "We've done so much. Let's keep chasing our goals and making them happen.", True),
+    ("Nora wants to go hiking.", "Let's go hiking sometime!", True),
+    # ... but a "let's" with a time is a plan, and "let's see / say / be honest" opens a statement
+    ("Nora is excited about the grand opening.", "Let's make some memories tomorrow at the grand opening!", False),
+    ("Nora was nervous before the interview.", "Let's just say I was nervous before the interview.", False),
+    ("Nora moved to Oslo in 2019.", "Let's see, I moved to Oslo in 2019.", False),
+    ("Nora loves hiking.", "I love hiking. Let's go together sometime!", False),
 ])
 def test_exhorted_only(entry, turn, exhorted):
     assert screen.exhorted_only(entry, "Nora", turn) is exhorted
@@ -1761,6 +1774,43 @@ async def test_an_entry_written_in_another_language_is_restated_in_its_turns():
         "Jürgen fängt nächsten Montag bei Siemens in München an.", "Jürgen cycles to work tomorrow.",
         "Jürgen visits his aunt in Graz next week."]
     assert state.entries[0].original_text == "Jürgen starts at Siemens in München next Monday."
+
+
+async def test_an_entry_in_another_language_is_screened_in_its_turns_language():
+    # the 1.5B model writes German turns' facts in English; read lexically against the German
+    # turn, they looked unstated and were lost: they are written in German before the screen
+    rows = [("u1", "user", "Ich ziehe nächsten Monat nach Hamburg, weil ich dort eine Stelle beim NDR habe."),
+            ("a2", "assistant", "Glückwunsch!"),
+            ("u3", "user", "Am Samstag habe ich zwei Besichtigungen. Mein Hund Bruno muss übrigens mit.")]
+    s = session(rows, "Miriam")
+    rules = {"verify": keyed({
+        "Miriam is moving": json.dumps("Miriam zieht nächsten Monat nach Hamburg."),
+        "Miriam has two": json.dumps("Miriam hat am Samstag zwei Besichtigungen."),
+        # a rewrite no turn states stays English, and the screen reads it as before
+        "Miriam's dog": json.dumps("Miriams Katze bleibt in Köln.")})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Miriam", dialogue_block(s, "Miriam"))
+    state.entries = [Entry("Miriam is moving to Hamburg next month.", "draft", "kept", ["u1"]),
+                     Entry("Miriam has two apartment viewings on Saturday.", "draft", "kept", ["u3"]),
+                     Entry("Miriam's dog Bruno must come along to the viewings.", "draft", "kept", ["u3"])]
+    await verify_entries(ctx, state)
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Miriam zieht nächsten Monat nach Hamburg.", "Miriam hat am Samstag zwei Besichtigungen."]
+    assert state.entries[0].original_text == "Miriam is moving to Hamburg next month."
+    assert {d.text: d.reason for d in state.discarded} == {
+        "Miriam's dog Bruno must come along to the viewings.": UNSTATED_REASON}
+
+
+async def test_english_entries_of_english_turns_cost_no_rewrite():
+    rows = [("u1", "user", "I'm moving to Hamburg next month for a job at the radio.")]
+    s = session(rows, "Miriam")
+    # no LLM rule at all: any model call would raise KeyError
+    ctx = make_ctx(session=s, services=make_services(rules={}, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Miriam", dialogue_block(s, "Miriam"))
+    state.entries = [Entry("Miriam is moving to Hamburg next month.", "draft", "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert [state.entries[i].text for i in state.live_entries()] == ["Miriam is moving to Hamburg next month."]
+    assert state.entries[0].original_text is None and sum(st.llm_calls for st in ctx.stats.values()) == 0
 
 
 async def test_a_failed_restatement_keeps_the_verified_entry():

@@ -464,6 +464,13 @@ _WE_SPAN = re.compile(r"(?:\bby\s+\w+ing\s+together,?\s+)?"
                       r"(?!'|\s+not\b|\s+(?:have|finally|now|already|still|never|only|barely|hardly|even)\b)"
                       rf"(?:(?!{_WISH_END}).)*", re.I)
 _TOGETHER = re.compile(r"\btogether\b", re.I)
+# "Let's keep going after our goals!": an exhortation whatever it says; "let's see" / "let's
+# say" / "let's be honest" only introduce what follows, and a "let's" with a time ("Let's
+# make some memories tomorrow at the opening") is a plan
+# ("and" goes on with the same exhortation: "Let's keep going and make them happen")
+_LET_END = r"[.!?;:,\n]|\s[-\u2013\u2014]\s|[\u2013\u2014]|\b(?:but|because|since|though|although|while)\b|\bI\b"
+_LET_SPAN = re.compile(r"\blet(?:'s|\s+us)\b(?!\s+(?:just\s+)?(?:see|say|face|be|hope|not)\b)"
+                       rf"(?:(?!{_LET_END}).)*", re.I)
 _JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|last|ago|yesterday|tomorrow|tonight|today|"
                          r"weekends?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|"
                          r"june|july|august|september|october|november|december)\b|\d", re.I)
@@ -472,7 +479,9 @@ _JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|last|ago|y
 def exhorted_only(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``turn_text`` states ``text`` (:func:`support` >= :data:`MIN_SUPPORT`) only
     inside a collective exhortation (a "we can / could / should / must" clause that says
-    "together", "together we ...", to the end of its clause) and ``text`` names no plan or time ("will",
+    "together", "together we ...", or a "let's" / "let us" clause, to the end of its clause:
+    "Let's keep going after our goals" -> "User wants to keep going after her goals") and
+    ``text`` names no plan or time ("will",
     "plan", "next Friday", a number): "By working together we can build a more inclusive
     world" -> "User felt it was important to work together and build a more inclusive world".
     Checked on the dev data: 4 filler memories of the labelled runs, no correct one; 1 of the
@@ -482,6 +491,7 @@ def exhorted_only(text: str, user_name: str, turn_text: str) -> bool:
     if _JOINT_PLAN.search(text):
         return False
     bare = _WE_SPAN.sub(lambda m: " " if _TOGETHER.search(m.group(0)) else m.group(0), turn_text)
+    bare = _LET_SPAN.sub(lambda m: m.group(0) if _JOINT_PLAN.search(m.group(0)) else " ", bare)
     return bare != turn_text and _stated_only_in_what_goes(text, user_name, turn_text, bare)
 
 
@@ -1665,11 +1675,22 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
         return True
+    if not reads_english(turn_text):
+        # German capitalises every noun ("Am Samstag habe ich zwei Besichtigungen"): a
+        # capitalised word names no one there; "ich" / "wir" make the user the subject, "mein
+        # Hund" someone else
+        if any(t in _GERMAN_FIRST for t in low):
+            return False
+        return any(t in _GERMAN_POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low))
     # a capitalised name that is not the clause's first word (which is capitalised anyway)
     first = next((k for k, t in enumerate(toks) if t.strip()), 0)
     return any(k > first and tok[:1].isupper() and tok.casefold() not in names
                for k, tok in enumerate(prefix))
 
+
+_GERMAN_FIRST = frozenset("ich wir".split())
+_GERMAN_POSSESSIVE = frozenset("mein meine meinem meinen meiner unser unsere unserem unseren unserer sein seine "
+                               "seinem seinen seiner ihr ihre ihrem ihren ihrer dein deine deinem deinen deiner".split())
 
 # people a user turn names by their role to the user ("my sister", "our landlord", "my
 # physio"): as the subject before the entry's verb, they, not the user, do it

@@ -531,6 +531,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             state.discard(state.entries[i].text, "verify", ASSISTANT_REASON)
     others, other_turns = _other_speakers(state)
     split: set[int] = set()  # compounds the screen flagged for one clause: decomposed without NLI
+    if p.keep_turn_language:
+        await localise_entries(ctx, state, premise_turn, checkable)
     if p.screen_entries:
         user_turns = {t.turn_id: t for t in state.user_text_turns}
         kept = []
@@ -861,6 +863,65 @@ def _same_dates(text: str, turn: Turn, state: PipelineState) -> bool:
     translate, also computes calendar dates, and gets them wrong)."""
     ref = turn_date(turn, state.session)
     return set(resolve_dates(text, ref)) <= set(resolve_dates(turn.content, ref))
+
+
+def _language_gap(text: str, turn: Turn) -> Optional[str]:
+    """The language of ``turn`` (a user turn) when ``text`` is in another one and both have
+    enough words to tell (:func:`~promem_fast.timeparse.has_language_evidence`); else None."""
+    if turn.role != "user":
+        return None
+    lang = language_of(turn.content)
+    if lang != language_of(text) and has_language_evidence(text) and has_language_evidence(turn.content):
+        return lang
+    return None
+
+
+async def localise_entries(ctx: SessionContext, state: PipelineState, premise_turn: dict[int, Optional[Turn]],
+                           todo: Sequence[int]) -> None:
+    """Issue 16 item 5, before the screen: each entry of ``todo`` written in another language
+    than its premise user turn (a German turn, an English entry: the 1.5B model writes most
+    German facts in English) is written again in the turn's language, one batched request,
+    so the screen and NLI read it against the turn's own words. Measured on
+    benchmarks/unseen/miriam.de.json at eb2152c: 4 of 5 correct English entries of the German
+    session failed the lexical screen ("not stated in the user's turn") and were lost.
+    The rewrite is shown the premise turn and the entry's other user source turns in that
+    language (cross-lingual MiniLM grounding is weak); it is kept when it is in that language,
+    a turn among those states it (:func:`.screen.support` >= :data:`.screen.MIN_SUPPORT`;
+    that turn becomes the premise) and it names no date the turn does not resolve to. A
+    rewrite that fails any check, or a failed request, leaves the entry to the screen as it
+    was. Modifies ``state.entries`` and ``premise_turn`` in place."""
+    user_turns = {t.turn_id: t for t in state.user_text_turns}
+    jobs: list[tuple[int, str, list[Turn]]] = []
+    for i in todo:
+        t = premise_turn.get(i)
+        lang = _language_gap(state.entries[i].text, t) if t is not None else None
+        if lang is None or half_translated(state, state.entries[i].text, state.session.turns):
+            continue  # a half-translated entry is rejected by the screen, not repaired
+        same = [user_turns[s] for s in state.entries[i].source_turn_ids
+                if s in user_turns and s != t.turn_id and language_of(user_turns[s].content) == lang]
+        jobs.append((i, lang, [t, *same][:3]))
+    if not jobs:
+        return
+    try:
+        outs = await ctx.llm_json(
+            [restate_request("\n".join(t.content for t in turns), state.entries[i].text, lang)
+             for i, lang, turns in jobs], "verify")
+    except StructuredOutputError as exc:
+        logger.warning("session %s: entries screened in their own language: %s", state.session.session_id, exc)
+        return
+    for (i, lang, turns), out in zip(jobs, outs):
+        new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
+        best = screen.best_supporting_turn(new, state.user_name, [(t.turn_id, t.content) for t in turns]) \
+            if has_text(new) and language_of(new) == lang else None
+        turn = next((t for t in turns if best and t.turn_id == best[0]), None)
+        if turn is None or best[1] < screen.MIN_SUPPORT or not _same_dates(new, turn, state):
+            logger.info("screening %r as written: its rewrite in %s was not usable (%r)",
+                        state.entries[i].text[:60], lang, str(out)[:60])
+            continue
+        e = state.entries[i]
+        e.original_text = e.original_text or e.text
+        e.text = new
+        premise_turn[i] = turn
 
 
 async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
