@@ -48,6 +48,7 @@ def _rules() -> dict:
         "speaker_dead": lambda m: screen.speaker_dead(m["text"], m["user"]),
         "feeling_of_other": lambda m: bool(m["turn"]) and screen.feeling_of_other(m["text"], m["user"], m["turn"]),
         "exhorted_only": lambda m: bool(m["turn"]) and screen.exhorted_only(m["text"], m["user"], m["turn"]),
+        "planned_as_done": lambda m: bool(m["turn"]) and screen.planned_as_done(m["text"], m["user"], m["turn"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),

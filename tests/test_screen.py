@@ -466,6 +466,10 @@ def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
     ("Nora tells Nora that she twice a week, Tuesdays and Fridays.", True),  # garbled: tells herself
     ("Nora told Ines that she twice a week, Tuesdays and Fridays.", False),
     ("Nora told Nora's mom about the move to Oslo.", False),  # her mom: the possessive is no self-act
+    ("Nora sends Nora a video of the harbour.", True),  # any verb with her own name as its object
+    ("Nora sends Ines a video of the harbour.", False),
+    ("Nora visited Nora Lindqvist, her namesake aunt, in Malmo.", False),  # a full name is someone else
+    ("Nora and Ines moved to Oslo.", False),
 ])
 def test_a_hedged_bare_state_is_filler(entry, filler):
     assert screen.is_filler(entry, "Nora", ["Kai"]) is filler
@@ -1520,6 +1524,34 @@ def test_exhorted_only(entry, turn, exhorted):
     assert screen.exhorted_only(entry, "Nora", turn) is exhorted
 
 
+@pytest.mark.parametrize("entry, turn, planned", [
+    # the turn only plans, intends or owes what the entry says was done
+    ("Nora has asked Mrs. Patel for a reference.", "Good idea, Mrs. Patel runs that class, I'll ask her.", True),
+    ("Nora moved to Oslo.", "I'm going to move to Oslo next year.", True),
+    ("Nora bought a new bike.", "I really need to buy a new bike.", True),
+    ("Nora finally signed up for a pottery class.", "I'm gonna finally sign up for a pottery class.", True),
+    # done once in the turn, a plan in the entry, or a past spelled as the present
+    ("Nora asked Mrs. Patel for a reference.", "I asked Mrs. Patel for a reference yesterday.", False),
+    ("Nora moved to Oslo.", "We might move to Oslo again, I moved there once before.", False),
+    ("Nora will ask Mrs. Patel for a reference.", "I'll ask Mrs. Patel for a reference.", False),
+    ("Nora plans to visit her aunt in Graz.", "I'm planning to visit my aunt in Graz.", False),
+    ("Nora put the bike in the shed.", "I'll put the bike in the shed.", False),
+    ("Nora is getting married in May.", "I'm going to get married in May.", False),
+])
+def test_planned_as_done(entry, turn, planned):
+    assert screen.planned_as_done(entry, "Nora", turn) is planned
+
+
+async def test_a_plan_is_not_stored_as_done():
+    from promem_fast.stages.verify import PLANNED_REASON
+
+    rows = [("u1", "user", "I teach maths at Hillside. Mrs. Patel runs that class, I'll ask her for a reference.")]
+    kept, why, _ = await screened(rows, [("Nora teaches maths at Hillside.", ["u1"]),
+                                         ("Nora asked Mrs. Patel for a reference.", ["u1"])])
+    assert kept == ["Nora teaches maths at Hillside."]
+    assert why == {"Nora asked Mrs. Patel for a reference.": PLANNED_REASON}
+
+
 async def test_a_collective_exhortation_is_not_stored_as_the_users_view():
     from promem_fast.stages.verify import EXHORTED_REASON
 
@@ -1854,7 +1886,8 @@ def test_the_embedded_regression_set_covers_every_failure_class():
     CASES, sessions_of = reg.CASES, reg.sessions_of
     cases = json.loads(CASES.read_text(encoding="utf-8"))
     assert {c["class"].split(" (")[0] for c in cases} == {
-        "filler", "assistant text", "wrong person", "world knowledge", "quoted text", "duplicates", "non-English"}
+        "filler", "assistant text", "wrong person", "world knowledge", "quoted text", "duplicates", "non-English",
+        "plan read as done"}
     sessions = sessions_of(cases)
     assert all(1 <= len(s.turns) <= 4 and s.turns[0].role == "user" for s in sessions)
     assert all(c["expect"] for c in cases)

@@ -83,6 +83,10 @@ _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|
                      r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
 # a dialogue act whose object is the user's own name (the user telling themselves)
 _SELF_ACT = re.compile(r"^(?:is |was )?(?:tell\w*|told|ask\w*|remind\w*|inform\w*|thank\w*|assur\w*) (\w+)\b(?!['\u2019])", re.I)
+# any verb whose object is the user's whole first name ("Marco sends Marco a video"): a
+# garbled re-read, the other person's name swapped for the user's
+_SELF_OBJECT = re.compile(r"^(?:is |was |has |had )?(?!(?:and|or|with|like|than|as|nor|but|vs|to)\b)[a-z]\w* (\w+)\b(?!['\u2019]|\s+(?-i:[A-Z]))",
+                          re.I)  # "Marco Rossi" after it is someone's full name
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
@@ -128,8 +132,11 @@ def _speaker_name_words(*names: Optional[str]) -> set[str]:
     return {w.casefold() for n in names for w in _TOKEN.findall(n or "")}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_CLAUSE_CUT = re.compile(r"[.!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
+# a title's dot ("Mrs. Patel", "Dr. Lee", "St. Louis") ends no sentence or clause
+_TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Prof", "Jr", "Sr", "vs")
+_TITLE_DOT = "".join(rf"(?<!\b{t})" for t in _TITLES)  # placed before the dot
+_SENTENCE_END = re.compile(r"(?<=[!?。！？])\s+|(?<=\.)" + "".join(rf"(?<!\b{t}\.)" for t in _TITLES) + r"\s+|\n+")
+_CLAUSE_CUT = re.compile(rf"{_TITLE_DOT}\.|[!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
 
 
 _MONTHS = ("january february march april may june july august september october november december "
@@ -1123,7 +1130,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     dialogue act ("shared", "mentioned", "told") and has at most one other content word; or
     it praises the other speaker ("is proud of Kai for ...", "is kind to you"), addresses
     them ("congratulated Kai", "is asking Kai about ...") or copies a line ("says 'Let's
-    go!'") or tells the user themselves ("Priya tells Priya that ...", a garbled re-read);
+    go!'") or tells the user themselves ("Priya tells Priya that ...", "Marco sends Marco a
+    video": a garbled re-read);
     or its subject is something said ("Jon's statement is about ...") or it says
     what the dialogue mentions ("her friends are mentioned in the turn"); or it names a
     party of the chat by role ("thanked the other person", "told the user", not "the
@@ -1146,6 +1154,9 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     self_act = _SELF_ACT.match(body)
     if self_act and _short_of(self_act.group(1), _speaker_name_words(user_name)):
         return True  # "Priya tells Priya that she ...": a garbled re-read, no one's fact
+    self_object = _SELF_OBJECT.match(body)
+    if self_object and self_object.group(1).casefold() in _speaker_name_words(user_name):
+        return True
     act = _ACT_TO.match(body)
     if act and _short_of(act.group(1), other_names):
         return True
@@ -1559,7 +1570,7 @@ def split_clauses(text: str, user_name: str) -> list[str]:
     return [p.rstrip(".") + "." for p in parts] if len(parts) >= 2 else [text]
 
 
-_JOINED = re.compile(r"[,;]|[.!?]\s+[A-Z]|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
+_JOINED = re.compile(rf"[,;]|(?:{_TITLE_DOT}\.|[!?])\s+(?-i:[A-Z])|\b(?:and|but|because|since|while|although|though|whereas|so)\b", re.I)
 
 
 def _best_clause(words: Sequence[str], turn_text: str) -> tuple[Optional[str], int]:
@@ -1849,6 +1860,51 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
                 return False
             if _clause_subject(sentence, m.start(), known) != "other":
                 return False
+    return seen
+
+
+# words before a verb that make it a plan, an intention or a duty, not something done
+_PLAN_BEFORE = re.compile(r"(?:\b(?:going to|gonna|will|shall|plan(?:ning|s)? to|about to|want(?:s)? to|hop(?:e|ing) to|"
+                          r"need(?:s)? to|have to|has to|got to|gotta|try(?:ing)? to|might|may|could|should|would|"
+                          r"intend(?:s)? to|mean(?:s)? to|decided to|thinking of|thinking about)|'ll|'d)"
+                          r"(?:\s+(?:\w+ly|just|also|still|then|probably|definitely|soon|first))*\s+$", re.I)
+# a plan said in the entry itself ("plans to ask", "will ask"): nothing read as done
+_ENTRY_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|intend\w*|about to|wants? to|hopes? to|needs? to|"
+                         r"has to|have to|would|might|may|could|should|shall|tries to|trying to|soon|next|tomorrow)\b|'ll",
+                         re.I)
+
+
+def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry says the user did something ("Rafael has asked Mrs. Patel for a
+    reference": its verb in a past form) that the turn only plans, intends or owes: every
+    occurrence of that verb in ``turn_text`` (any form) comes right after "going to",
+    "will" / "'ll", "plan to", "need to", "might", ... ("Mrs. Patel runs that class, I'll
+    ask her"). The entry must say no plan itself ("plans to ask" is kept) and its verb must
+    not be spelled the same in the present ("put", "read"). English turns and entries whose
+    subject is the user only. Shape: (str, str, str) -> bool."""
+    if not subject_is_user(text, user_name) or not reads_english(turn_text) or _ENTRY_PLAN.search(text):
+        return False
+    if _entry_verb_forms(text, user_name)[1]:
+        return False  # "is impressed", "was inspired": a state or a feeling, not a deed
+    clauses = _clauses(text)
+    words = predicate_words(clauses[0], user_name) if clauses else []
+    verb = (words[1] if len(words) > 1 and words[0].endswith("ly") else words[0]) if words else None
+    lemmas = getAllLemmas(verb.lower(), upos="VERB").get("VERB", ()) if verb and verb.isascii() else ()
+    if not lemmas:
+        return False
+    forms: set[str] = set()
+    for lemma in lemmas:
+        if verb.lower() not in _verb_past(lemma) or verb.lower() == lemma or verb.lower() in _verb_forms(lemma) - _verb_past(lemma):
+            return False  # not a past form, or one spelled as the present too
+        forms |= _verb_forms(lemma)
+    seen = False
+    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
+        for m in _TOKEN.finditer(sentence):
+            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
+                continue
+            if not _PLAN_BEFORE.search(sentence[:m.start()]):
+                return False  # said as done (or as a habit) once: the entry may be right
+            seen = True
     return seen
 
 
