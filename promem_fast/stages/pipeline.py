@@ -2,9 +2,9 @@
 
 Variant "promem" (ProMem §3; Figure 4), each step switchable by :class:`PipelineConfig`:
 
-    segment -> [details ‖ events ‖ draft]                     (§3.2, §3.3; run concurrently)
+    segment -> [details ‖ events -> relations] ‖ draft      (§3.2, §3.3; run concurrently)
     -> completeness (CC, §3.3) -> verify (HV, §3.4) -> recover (CC on details, then HV)
-    -> dedup (v1's merge at tau_dup, counted under verify)      ‖ relations (after events)
+    -> dedup (v1's merge at tau_dup, counted under verify)
     -> relation_verify (Rel, §3.5) -> anchor (DA, §3.5) -> dates
 
 Variant "one-off": one extraction call (§3.1 baseline). Variant "v1": initial extraction,
@@ -16,7 +16,6 @@ stats and reports start/end to the ``on_stage`` callback.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable, Optional
@@ -143,10 +142,32 @@ def ablations(p) -> list[str]:
                if ran.get(stage, getattr(p, stage)) and not getattr(p, field)])
 
 
-async def _check_memory(ctx: SessionContext, state: PipelineState, on_stage: OnStage) -> None:
-    """§3.3 completeness, §3.4 HV, the detail recovery and its HV, dedup and the turn
-    language, in that order, on the entries of stage 1 and the draft."""
+async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:
+    """The ProMem pipeline (§3) on ``state``; switches from ``ctx.config.pipeline``."""
     p = ctx.config.pipeline
+    async with stage_scope(ctx, "segment", on_stage):
+        await segment_topics(ctx, state)
+
+    async def details() -> None:
+        if p.details:
+            async with stage_scope(ctx, "details", on_stage):
+                await extract_details(ctx, state)
+
+    async def events_and_relations() -> None:
+        async with stage_scope(ctx, "events", on_stage):
+            await abstract_events(ctx, state)
+        if p.relations:
+            async with stage_scope(ctx, "relations", on_stage):
+                await infer_relations(ctx, state)
+
+    async def draft() -> None:
+        async with stage_scope(ctx, "draft", on_stage):
+            await extract_draft(ctx, state)
+
+    # §3.2 "parallel execution": one await carries all of stage 1 and the draft; a failed
+    # branch cancels the others so no LLM work continues for a session that has failed.
+    await gather_or_cancel([details(), events_and_relations(), draft()])
+
     async with stage_scope(ctx, "completeness", on_stage):
         await completeness_check(ctx, state, recover=p.completeness_check)
     async with stage_scope(ctx, "verify", on_stage):
@@ -171,47 +192,6 @@ async def _check_memory(ctx: SessionContext, state: PipelineState, on_stage: OnS
     if p.hallucination_verification and p.keep_turn_language:
         with ctx.timed("verify"):
             await restore_language(ctx, state)
-
-
-async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:
-    """The ProMem pipeline (§3) on ``state``; switches from ``ctx.config.pipeline``."""
-    p = ctx.config.pipeline
-    async with stage_scope(ctx, "segment", on_stage):
-        await segment_topics(ctx, state)
-
-    done = {k: asyncio.Event() for k in ("details", "events", "draft")}
-
-    async def details() -> None:
-        if p.details:
-            async with stage_scope(ctx, "details", on_stage):
-                await extract_details(ctx, state)
-        done["details"].set()
-
-    async def events_and_relations() -> None:
-        async with stage_scope(ctx, "events", on_stage):
-            await abstract_events(ctx, state)
-        done["events"].set()
-        # the candidate edges read only the events (state.events) and write only
-        # state.event_edges, which nothing reads before relation_verify: this call runs beside
-        # completeness, HV and recovery instead of holding them up (it was 81 of the 471
-        # seconds of a LoCoMo dev session at 4f16d86, on the session's critical path)
-        if p.relations:
-            async with stage_scope(ctx, "relations", on_stage):
-                await infer_relations(ctx, state)
-
-    async def draft() -> None:
-        async with stage_scope(ctx, "draft", on_stage):
-            await extract_draft(ctx, state)
-        done["draft"].set()
-
-    async def check() -> None:
-        for ev in done.values():
-            await ev.wait()
-        await _check_memory(ctx, state, on_stage)
-
-    # §3.2 "parallel execution": details, events and the draft at once; a failed branch
-    # cancels the others, so no LLM work continues for a session that has failed
-    await gather_or_cancel([details(), events_and_relations(), draft(), check()])
     if p.relations:
         async with stage_scope(ctx, "relation_verify", on_stage):
             await verify_relations(ctx, state)
