@@ -34,17 +34,22 @@ sys.path.insert(0, str(ROOT))
 UNSEEN = ROOT / "benchmarks" / "unseen"
 
 
-def load_unseen(folder: Path = UNSEEN) -> list:
+def load_unseen(folder: Path = UNSEEN, files: str = "") -> list:
     """Every session of ``folder``: LoCoMo files once per speaker, plain JSON files as they are.
+    ``files``: comma-separated name patterns ("amara.json,oskar_*") to load only those files
+    (the ones still unseen); empty = every ``*.json``.
 
     Raises:
-        FileNotFoundError: the folder holds no ``*.json`` file.
+        FileNotFoundError: no ``*.json`` dialogue matches.
     """
+    from fnmatch import fnmatch
+
     from promem_fast.io import load_sessions
 
-    files = sorted(folder.glob("*.json"))
+    pats = [p.strip() for p in files.split(",") if p.strip()]
+    files = sorted(f for f in folder.glob("*.json") if not pats or any(fnmatch(f.name, p) for p in pats))
     if not files:
-        raise FileNotFoundError(f"{folder}: no *.json dialogue")
+        raise FileNotFoundError(f"{folder}: no *.json dialogue" + (f" matches {pats}" if pats else ""))
     out = []
     for f in files:
         if f.name.endswith(".locomo.json"):
@@ -85,6 +90,8 @@ def main() -> int:
     ap.add_argument("--append", type=Path, help="append each JSON line to this results file")
     ap.add_argument("--llm", help="LLM backend (default: the config's, the embedded model)")
     ap.add_argument("--embed", help="embedding backend (default: the config's)")
+    ap.add_argument("--files", default="", help="comma-separated file name patterns of benchmarks/unseen to run "
+                    "(default: every file)")
     ap.add_argument("--commit", help="with --from-graphs and no OUT/run.json: the commit that extracted the graphs")
     args = ap.parse_args()
     from promem_fast.eval.precision import load_labels, score_labels, session_memories, write_review_file
@@ -108,7 +115,7 @@ def main() -> int:
         base.llm.backend = args.llm
     if args.embed:
         base.embed.backend = args.embed
-    sessions = load_unseen()
+    sessions = load_unseen(files=args.files)
     by_id = {s.session_id: s for s in sessions}
     args.out.mkdir(parents=True, exist_ok=True)
     seconds_file = args.out / "seconds.json"

@@ -20,8 +20,19 @@ def test_every_unseen_dialogue_loads_with_its_user():
     assert ids["fresh-1/session_2@Priya"] == "Priya" and ids["fresh-1/session_2@Tom"] == "Tom"
     assert ids["lena-marco/session_1@Marco"] == "Marco"
     assert ids["daniel/session_1"] == "Daniel" and ids["miriam/session_1"] == "Miriam"
-    assert len(ids) == len(sessions) == 9
+    assert ids["li-na/session_1"] == "李娜" and ids["oskar-ines/session_1@Ines"] == "Ines"
+    assert len(ids) == len(sessions) == 14
     assert all(s.turns and all(t.timestamp for t in s.turns) for s in sessions)
+
+
+def test_a_run_can_take_only_some_files():
+    load = load_benchmark("bench_unseen").load_unseen
+    ids = sorted(s.session_id for s in load(files="amara.json, oskar_*"))
+    assert ids == ["amara/session_1", "oskar-ines/session_1@Ines", "oskar-ines/session_1@Oskar"]
+    import pytest
+
+    with pytest.raises(FileNotFoundError, match="no_such"):
+        load(files="no_such.json")
 
 
 def test_a_scripted_run_is_rescored_from_its_graphs_with_labels(tmp_path):
@@ -30,7 +41,7 @@ def test_a_scripted_run_is_rescored_from_its_graphs_with_labels(tmp_path):
            "--llm", "scripted", "--embed", "hash"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
     (first,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-    assert first["sessions"] == 9 and first["seconds_per_session"] is not None
+    assert first["sessions"] == 14 and first["seconds_per_session"] is not None
     graphs = [json.loads(x) for x in (out / "graphs-one-off.jsonl").read_text().splitlines()]
     mems = [(g["session_id"], e["text"]) for g in graphs for e in g["events"]]
     assert len(mems) == first["memories"] > 0
