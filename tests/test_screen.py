@@ -1766,6 +1766,15 @@ def test_dedup_runs_in_the_pipeline_and_can_be_switched_off():
 
 # --- non-English -----------------------------------------------------------------------------
 
+def test_an_age_in_years_is_supported_by_the_number_alone():
+    # "I'm 41, is that crazy?" states the age the re-read writes as "is 41 years old"
+    assert screen.support("Nora is 41 years old.", "Nora", "Hi. I'm 41, is that crazy?") == 1.0
+    assert screen.support("Nora's son is 9-year-old.", "Nora", "My son is 9 and loves maths.") == 1.0
+    # the number itself still has to be there
+    assert screen.support("Nora is 42 years old.", "Nora", "Hi. I'm 41, is that crazy?") == 0.0
+    assert screen.predicate_words("Nora has worked at the bakery for 3 years.", "Nora")[-2:] == ["3", "years"]
+
+
 def test_support_ignores_resolved_dates_and_the_users_name_in_scripts_without_spaces():
     turn = "我昨天在杭州买了一辆自行车。"
     assert screen.support("李雷于2023-05-07在杭州买了一辆自行车。", "李雷", turn) == 1.0

@@ -164,11 +164,14 @@ def _name_words(user_name: str) -> set[str]:
     return set(content_words(user_name)) | {"user"}
 
 
+_AGE_UNIT = re.compile(r"\b(\d+)[\s-]+years?[\s-]+old\b", re.I)
+
+
 def predicate_words(text: str, user_name: str) -> list[str]:
     """Content words of ``text`` (:func:`~.extract.content_words`) other than the user's name
     (also where a script without spaces runs it into the next word) and date expressions
     ("2023-05-07", "May 7, 2023", "Monday", "2023年5月"); one-character non-ASCII words (CJK
-    particles) do not count."""
+    particles) do not count, nor "years old" after a number (an age said as "I'm 41")."""
     return list(_predicate_words(text, user_name))
 
 
@@ -180,6 +183,7 @@ def _predicate_words(text: str, user_name: str) -> tuple[str, ...]:
         if n and not n.isascii():
             text = text.replace(n, " ")
     text = _DATE_EXPR.sub(" ", text)
+    text = _AGE_UNIT.sub(r"\1", text)  # "is 41 years old" says no more than "I'm 41"
     return tuple(w for w in content_words(text) if w not in names and (w.isascii() or len(w) > 1))
 
 
