@@ -47,11 +47,11 @@ def load_unseen(folder: Path = UNSEEN, files: str = "") -> list:
     from promem_fast.io import load_sessions
 
     pats = [p.strip() for p in files.split(",") if p.strip()]
-    files = sorted(f for f in folder.glob("*.json") if not pats or any(fnmatch(f.name, p) for p in pats))
-    if not files:
+    paths = sorted(f for f in folder.glob("*.json") if not pats or any(fnmatch(f.name, p) for p in pats))
+    if not paths:
         raise FileNotFoundError(f"{folder}: no *.json dialogue" + (f" matches {pats}" if pats else ""))
     out = []
-    for f in files:
+    for f in paths:
         if f.name.endswith(".locomo.json"):
             for sp in ("speaker_a", "speaker_b"):
                 for s in load_sessions(f, "locomo", user_speaker=sp):

@@ -404,6 +404,9 @@ async def test_facts_about_the_other_speaker_are_not_the_users():
     ("Nora hat am Samstag zwei Besichtigungen.", "Gute Idee. Am Samstag habe ich zwei Besichtigungen.", False),
     ("Nora zieht nach Hamburg.", "Im Dezember ziehe ich nach Hamburg.", False),
     ("Nora muss übrigens mit.", "Mein Hund Bruno muss übrigens mit.", True),
+    ("Nora zieht nach Hamburg.", "Am Samstag zieht sie nach Hamburg.", True),  # the subject after the verb
+    # an English turn with a German name is read as English: the name is someone else
+    ("Nora flies in on Sunday.", "Cousin Jürgen flies in Sunday!", True),
 ])
 def test_subject_clash(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
@@ -470,9 +473,21 @@ def test_the_turn_gives_the_verb_another_subject(entry, turn, clash):
     ("Nora sends Ines a video of the harbour.", False),
     ("Nora visited Nora Lindqvist, her namesake aunt, in Malmo.", False),  # a full name is someone else
     ("Nora and Ines moved to Oslo.", False),
+    ("Nora brought Nora's cake to the party.", False),
 ])
 def test_a_hedged_bare_state_is_filler(entry, filler):
     assert screen.is_filler(entry, "Nora", ["Kai"]) is filler
+
+
+@pytest.mark.parametrize("entry, user", [
+    # a name that is also a word or a place, with a verb that takes no person
+    ("Grace says grace before every dinner with her kids.", "Grace"),
+    ("Joy brings joy to her students at Hillside.", "Joy"),
+    ("Jordan visited Jordan last spring with his brother.", "Jordan"),
+    ("Mary Ann visits Ann every Sunday in Leeds.", "Mary Ann"),
+])
+def test_a_name_that_is_also_a_word_is_no_self_act(entry, user):
+    assert screen.is_filler(entry, user, ["Kai"]) is False
 
 
 @pytest.mark.parametrize("entry, turn, other", [
@@ -1519,6 +1534,9 @@ def test_wished_only(entry, turn, wished):
     ("Nora was nervous before the interview.", "Let's just say I was nervous before the interview.", False),
     ("Nora moved to Oslo in 2019.", "Let's see, I moved to Oslo in 2019.", False),
     ("Nora loves hiking.", "I love hiking. Let's go together sometime!", False),
+    # "let us" inside a sentence is permission, not an exhortation
+    ("Nora's landlord lets her keep the puppy.", "Our landlord finally let us keep the puppy!", False),
+    ("Nora wants to keep going.", "Let us keep going after our goals!", True),
 ])
 def test_exhorted_only(entry, turn, exhorted):
     assert screen.exhorted_only(entry, "Nora", turn) is exhorted
@@ -1536,7 +1554,15 @@ def test_exhorted_only(entry, turn, exhorted):
     ("Nora will ask Mrs. Patel for a reference.", "I'll ask Mrs. Patel for a reference.", False),
     ("Nora plans to visit her aunt in Graz.", "I'm planning to visit my aunt in Graz.", False),
     ("Nora put the bike in the shed.", "I'll put the bike in the shed.", False),
-    ("Nora is getting married in May.", "I'm going to get married in May.", False),
+    ("Nora is getting married next week.", "I'm going to get married next week.", False),
+    # "May" the month is no modal, in the entry or the turn
+    ("Nora moved to Oslo in May.", "I'm going to move to Oslo.", True),
+    # past perfect, a past "could" / "would", "got to" and "decided to" tell what was done
+    ("Nora finished the marathon.", "I'd trained for months and I'd finished the marathon in four hours.", False),
+    ("Nora bought a house.", "After the bonus came in I could finally buy a house!", False),
+    ("Nora visited her grandma in Cork.", "Every summer we would visit my grandma in Cork.", False),
+    ("Nora adopted a dog.", "I finally got to adopt a dog!", False),
+    ("Nora painted the fence.", "I decided to paint the fence, it took all day.", False),
 ])
 def test_planned_as_done(entry, turn, planned):
     assert screen.planned_as_done(entry, "Nora", turn) is planned

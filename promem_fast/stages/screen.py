@@ -39,7 +39,7 @@ from typing import Iterable, Optional, Sequence
 
 from lemminflect import getAllInflections, getAllLemmas
 
-from ..timeparse import language_of
+from ..timeparse import has_language_evidence, language_of
 from .extract import _WORD, PAIR_SHARE, content_words, word_in
 
 # An entry is stated by a turn when this share of its content words occurs there.
@@ -83,10 +83,14 @@ _ACT_TO = re.compile(r"^(?:is |was )?(?:congratulat\w*|ask\w*|thank\w*|greet\w*|
                      r"compliment\w*|prais\w*|reassur\w*|cheer\w*) (\w+)", re.I)  # not "told" / "invited": they carry news
 # a dialogue act whose object is the user's own name (the user telling themselves)
 _SELF_ACT = re.compile(r"^(?:is |was )?(?:tell\w*|told|ask\w*|remind\w*|inform\w*|thank\w*|assur\w*) (\w+)\b(?!['\u2019])", re.I)
-# any verb whose object is the user's whole first name ("Marco sends Marco a video"): a
-# garbled re-read, the other person's name swapped for the user's
-_SELF_OBJECT = re.compile(r"^(?:is |was |has |had )?(?!(?:and|or|with|like|than|as|nor|but|vs|to)\b)[a-z]\w* (\w+)\b(?!['\u2019]|\s+(?-i:[A-Z]))",
-                          re.I)  # "Marco Rossi" after it is someone's full name
+# a verb that hands something to a person, whose object is the user's first name as written
+# ("Marco sends Marco a video"): a garbled re-read, the other person's name swapped for the
+# user's ("Grace says grace", "Jordan visited Jordan" are no such verbs)
+_SELF_OBJECT = re.compile(r"^(?:is |was |has |had )?(?:send|sends|sending|sent|give|gives|giving|gave|show|shows|showing|"
+                          r"showed|text|texts|texting|texted|call|calls|calling|called|message|messages|messaged|"
+                          r"email|emails|emailed|invite|invites|invited|introduce|introduces|introduced|"
+                          r"bring|brings|brought|buy|buys|bought|teach|teaches|taught|help|helps|helped) (\w+)\b"
+                          r"(?!['\u2019]|\s+(?-i:[A-Z]))", re.I)  # "Marco Rossi" after it is someone's full name
 # praise of the person addressed: filler when its object is the other speaker (or "you")
 _PRAISE_OF = re.compile(r"^(?:is|was|feels) (?:so |very |really )?(?:proud|kind|sweet|nice|grateful|thankful) (?:of|to|for) (\w+)", re.I)
 # A dialogue act ("User shared her reading preference"): filler when at most one content
@@ -134,7 +138,7 @@ def _speaker_name_words(*names: Optional[str]) -> set[str]:
 
 # a title's dot ("Mrs. Patel", "Dr. Lee", "St. Louis") ends no sentence or clause
 _TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Prof", "Jr", "Sr", "vs")
-_TITLE_DOT = "".join(rf"(?<!\b{t})" for t in _TITLES)  # placed before the dot
+_TITLE_DOT = "".join(rf"(?<!\b(?-i:{t}))" for t in _TITLES)  # placed before the dot; case as written
 _SENTENCE_END = re.compile(r"(?<=[!?。！？])\s+|(?<=\.)" + "".join(rf"(?<!\b{t}\.)" for t in _TITLES) + r"\s+|\n+")
 _CLAUSE_CUT = re.compile(rf"{_TITLE_DOT}\.|[!?;:,]|\b(?:but|and then|so|because|since|while|although|though|whereas|when|after|before)\b", re.I)
 
@@ -475,12 +479,13 @@ _WE_SPAN = re.compile(r"(?:\bby\s+\w+ing\s+together,?\s+)?"
                       r"(?!'|\s+not\b|\s+(?:have|finally|now|already|still|never|only|barely|hardly|even)\b)"
                       rf"(?:(?!{_WISH_END}).)*", re.I)
 _TOGETHER = re.compile(r"\btogether\b", re.I)
-# "Let's keep going after our goals!": an exhortation whatever it says; "let's see" / "let's
+# "Let's keep going after our goals!": an exhortation whatever it says ("let us" only opening a
+# sentence: "the landlord let us keep the puppy" is permission); "let's see" / "let's
 # say" / "let's be honest" only introduce what follows, and a "let's" with a time ("Let's
 # make some memories tomorrow at the opening") is a plan
 # ("and" goes on with the same exhortation: "Let's keep going and make them happen")
 _LET_END = r"[.!?;:,\n]|\s[-\u2013\u2014]\s|[\u2013\u2014]|\b(?:but|because|since|though|although|while)\b|\bI\b"
-_LET_SPAN = re.compile(r"\blet(?:'s|\s+us)\b(?!\s+(?:just\s+)?(?:see|say|face|be|hope|not)\b)"
+_LET_SPAN = re.compile(r"(?:\blet's|(?:^|(?<=[.!?,]\s)|(?<=[.!?,]))\s*let\s+us)\b(?!\s+(?:just\s+)?(?:see|say|face|be|hope|not)\b)"
                        rf"(?:(?!{_LET_END}).)*", re.I)
 _JOINT_PLAN = re.compile(r"\b(?:will|plan\w*|going to|gonna|soon|next|last|ago|yesterday|tomorrow|tonight|today|"
                          r"weekends?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|"
@@ -586,7 +591,7 @@ def unstated_kind(text: str, user_name: str, turn_text: str) -> bool:
     not read here (:func:`support` covers them). Clauses split at ";" and sentence ends.
     Shape: str in, bool out."""
     low = turn_text.lower()
-    for clause in re.split(r";\s*|(?<=[.!?])\s+", text.strip()):
+    for clause in re.split(r";\s*|" + _SENTENCE_END.pattern, text.strip()):
         m = _KIND_CLAUSE.match(clause.strip().rstrip(".!?"))
         if not m:
             continue
@@ -939,7 +944,7 @@ def _substantive(words: Iterable[str]) -> list[str]:
 _FUNCTION_WORDS = frozenset("""the a an this that these those it its he she they his her their there here many some most all both each
 every few several any no none such what which who when where why how and but or so yet if because although though
 while as also then now other another more much one additional""".split())
-_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([\w'\u2019]+)")
+_SENTENCE_START = re.compile(rf"(?:^|(?:{_TITLE_DOT}\.|[!?])\s+)([\w'\u2019]+)")
 
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
@@ -1159,7 +1164,7 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     if self_act and _short_of(self_act.group(1), _speaker_name_words(user_name)):
         return True  # "Priya tells Priya that she ...": a garbled re-read, no one's fact
     self_object = _SELF_OBJECT.match(body)
-    if self_object and self_object.group(1).casefold() in _speaker_name_words(user_name):
+    if self_object and self_object.group(1) == (user_name.split() or [""])[0]:
         return True
     act = _ACT_TO.match(body)
     if act and _short_of(act.group(1), other_names):
@@ -1690,13 +1695,16 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
         return True
-    if not reads_english(turn_text):
+    if language_of(turn_text) == "de" and has_language_evidence(turn_text):
         # German capitalises every noun ("Am Samstag habe ich zwei Besichtigungen"): a
-        # capitalised word names no one there; "ich" / "wir" make the user the subject, "mein
-        # Hund" someone else
-        if any(t in _GERMAN_FIRST for t in low):
+        # capitalised word names no one there (so "Am Samstag zieht Jana" is not read); "ich" /
+        # "wir" make the user the subject, "mein Hund", "er" / "sie" someone else
+        # a fronted time or place puts the subject right after the verb ("Am Samstag zieht sie")
+        after = [t.lower() for t in toks[len(prefix) + 1:len(prefix) + 2]]
+        if any(t in _GERMAN_FIRST for t in low + after):
             return False
-        return any(t in _GERMAN_POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low))
+        return any(t in _GERMAN_OTHER for t in low + after) or any(
+            t in _GERMAN_POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low))
     # a capitalised name that is not the clause's first word (which is capitalised anyway)
     first = next((k for k, t in enumerate(toks) if t.strip()), 0)
     return any(k > first and tok[:1].isupper() and tok.casefold() not in names
@@ -1704,6 +1712,7 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
 
 
 _GERMAN_FIRST = frozenset("ich wir".split())
+_GERMAN_OTHER = frozenset("er sie".split())
 _GERMAN_POSSESSIVE = frozenset("mein meine meinem meinen meiner unser unsere unserem unseren unserer sein seine "
                                "seinem seinen seiner ihr ihre ihrem ihren ihrer dein deine deinem deinen deiner".split())
 
@@ -1869,13 +1878,16 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
 
 # words before a verb that make it a plan, an intention or a duty, not something done
 _PLAN_BEFORE = re.compile(r"(?:\b(?:going to|gonna|will|shall|plan(?:ning|s)? to|about to|want(?:s)? to|hop(?:e|ing) to|"
-                          r"need(?:s)? to|have to|has to|got to|gotta|try(?:ing)? to|might|may|could|should|would|"
-                          r"intend(?:s)? to|mean(?:s)? to|decided to|thinking of|thinking about)|'ll|'d)"
+                          r"need(?:s)? to|have to|has to|gotta|try(?:ing)? to|might|(?-i:may)|could|should|would|"
+                          r"intend(?:s)? to|mean(?:s)? to|thinking of|thinking about)|'ll|'d)"
                           r"(?:\s+(?:\w+ly|just|also|still|then|probably|definitely|soon|first))*\s+$", re.I)
 # a plan said in the entry itself ("plans to ask", "will ask"): nothing read as done
 _ENTRY_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|intend\w*|about to|wants? to|hopes? to|needs? to|"
-                         r"has to|have to|would|might|may|could|should|shall|tries to|trying to|soon|next|tomorrow)\b|'ll",
+                         r"has to|have to|would|might|(?-i:may)|could|should|shall|tries to|trying to|soon|next|tomorrow)\b|'ll",
                          re.I)
+# "could" / "would" of the past ("I could finally buy a house", "every summer we would visit")
+_PAST_MARK = re.compile(r"\b(?:yesterday|ago|last|finally|used to|as a (?:kid|child)|when I was|every (?:summer|year|day|week))\b",
+                        re.I)
 
 
 def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
@@ -1906,7 +1918,11 @@ def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
         for m in _TOKEN.finditer(sentence):
             if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
                 continue
-            if not _PLAN_BEFORE.search(sentence[:m.start()]):
+            plan = _PLAN_BEFORE.search(sentence[:m.start()])
+            # a plan takes the base form ("I'll ask"; "I'd finished" is "had"), and a past
+            # "could" / "would" is no plan
+            if (not plan or m.group().lower() not in lemmas
+                    or (plan.group(0).split()[0].lower() in ("could", "would") and _PAST_MARK.search(sentence))):
                 return False  # said as done (or as a habit) once: the entry may be right
             seen = True
     return seen

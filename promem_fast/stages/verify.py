@@ -879,6 +879,20 @@ def _language_gap(text: str, turn: Turn) -> Optional[str]:
     return None
 
 
+def _usable_rewrite(out: object, lang: str, turns: Sequence[Turn], state: PipelineState) -> Optional[tuple[str, Turn]]:
+    """(text, turn) of a rewrite in ``lang`` that a turn of ``turns`` states (:func:`.screen.support`
+    >= :data:`.screen.MIN_SUPPORT`, the best one) and that names no date that turn does not
+    resolve to; None when the answer is not such a rewrite."""
+    new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
+    if not has_text(new) or language_of(new) != lang:
+        return None
+    best = screen.best_supporting_turn(new, state.user_name, [(t.turn_id, t.content) for t in turns])
+    turn = next((t for t in turns if best and t.turn_id == best[0]), None)
+    if turn is None or best[1] < screen.MIN_SUPPORT or not _same_dates(new, turn, state):
+        return None
+    return new, turn
+
+
 async def localise_entries(ctx: SessionContext, state: PipelineState, premise_turn: dict[int, Optional[Turn]],
                            todo: Sequence[int]) -> None:
     """Issue 16 item 5, before the screen: each entry of ``todo`` written in another language
@@ -913,18 +927,14 @@ async def localise_entries(ctx: SessionContext, state: PipelineState, premise_tu
         logger.warning("session %s: entries screened in their own language: %s", state.session.session_id, exc)
         return
     for (i, lang, turns), out in zip(jobs, outs):
-        new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
-        best = screen.best_supporting_turn(new, state.user_name, [(t.turn_id, t.content) for t in turns]) \
-            if has_text(new) and language_of(new) == lang else None
-        turn = next((t for t in turns if best and t.turn_id == best[0]), None)
-        if turn is None or best[1] < screen.MIN_SUPPORT or not _same_dates(new, turn, state):
+        usable = _usable_rewrite(out, lang, turns, state)
+        if usable is None:
             logger.info("screening %r as written: its rewrite in %s was not usable (%r)",
                         state.entries[i].text[:60], lang, str(out)[:60])
             continue
         e = state.entries[i]
         e.original_text = e.original_text or e.text
-        e.text = new
-        premise_turn[i] = turn
+        e.text, premise_turn[i] = usable
 
 
 async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
@@ -940,10 +950,8 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
     for i in state.live_entries():
         e = state.entries[i]
         t = turn_by_id.get(e.ground_turn_id)
-        if t is None or t.role != "user":
-            continue
-        lang = language_of(t.content)
-        if lang != language_of(e.text) and has_language_evidence(e.text) and has_language_evidence(t.content):
+        lang = _language_gap(e.text, t) if t is not None else None
+        if lang is not None:
             todo.append((i, t, lang))
     if not todo:
         return
@@ -956,13 +964,11 @@ async def restore_language(ctx: SessionContext, state: PipelineState) -> None:
         logger.warning("session %s: entries kept in their language: %s", state.session.session_id, exc)
         return
     for (i, t, lang), out in zip(todo, outs):
-        new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
-        if (has_text(new) and language_of(new) == lang
-                and screen.support(new, state.user_name, t.content) >= screen.MIN_SUPPORT
-                and _same_dates(new, t, state)):
+        usable = _usable_rewrite(out, lang, [t], state)
+        if usable is not None:
             e = state.entries[i]
             e.original_text = e.original_text or e.text
-            e.text = new
+            e.text = usable[0]
         else:
             logger.info("kept %r: its rewrite in %s was not usable (%r)", state.entries[i].text[:60], lang,
                         str(out)[:60])
