@@ -269,19 +269,42 @@ def has_language_evidence(text: str) -> bool:
     return bool(_CJK.search(text) or _DE_FUNCTION.search(text) or _EN_FUNCTION.search(text))
 
 
+# "下周三" / "上星期一" / "这礼拜五": a weekday of the week before, of or after the turn's
+# week. dateparser (1.2) reads "下周三" as "in a week" and drops the weekday (2024-05-17 for
+# Wednesday of the week after Friday 2024-05-10), and "上星期三" as the last Wednesday (the
+# same week); Chinese counts whole weeks from Monday.
+_ZH_WEEK_DAY = re.compile(r"([上下这這本])(?:个|個)?(?:周|週|星期|礼拜|禮拜)([一二三四五六日天])")
+_ZH_WEEK_SHIFT = {"上": -1, "下": 1, "这": 0, "這": 0, "本": 0}
+_ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+
+
+def _zh_week_days(text: str, base: datetime) -> list[tuple[int, str]]:
+    """(position, ISO day) of each :data:`_ZH_WEEK_DAY` expression in ``text``."""
+    monday = base - timedelta(days=base.weekday())
+    return [(m.start(), (monday + timedelta(days=7 * _ZH_WEEK_SHIFT[m.group(1)] + _ZH_WEEKDAY[m.group(2)]))
+             .strftime("%Y-%m-%d")) for m in _ZH_WEEK_DAY.finditer(text)]
+
+
 def _resolve_other(text: str, ref: Optional[datetime], lang: str) -> list[str]:
     """:func:`resolve_dates` for Chinese and German text: dateparser's own parsers for that
     language; a weekday or unit after a forward / backward word ("nächsten Montag", "下个月")
-    resolves with dateparser's PREFER_DATES_FROM future / past. Without ``ref`` only
-    expressions with a 4-digit year are kept."""
+    resolves with dateparser's PREFER_DATES_FROM future / past; a Chinese weekday of a named
+    week ("下周三": Wednesday of the week after the turn's) by the week's Monday
+    (:data:`_ZH_WEEK_DAY`). Without ``ref`` only expressions with a 4-digit year are kept."""
     search_dates, DateDataParser = _dateparser()
     base = ref.replace(tzinfo=None) if ref is not None else _PLACEHOLDER_BASE
     settings = dict(_BASE_SETTINGS, RELATIVE_BASE=base)
+    week_days = _zh_week_days(text, base) if lang == "zh" and ref is not None else []
+    if week_days:
+        text = _ZH_WEEK_DAY.sub(lambda m: " " * len(m.group(0)), text)  # same positions for the rest
     try:
         found = search_dates(text, languages=[lang], settings=settings) or []
     except Exception as exc:  # dateparser raises assorted errors on odd input; a miss is harmless
         logger.debug("dateparser search failed on %r: %s", text[:80], exc)
+        found = []
+    if not found and not week_days:
         return []
+    dated: list[tuple[int, str]] = list(week_days)
     out: list[str] = []
     pos = 0
     for match, when in found:
@@ -309,7 +332,8 @@ def _resolve_other(text: str, ref: Optional[datetime], lang: str) -> list[str]:
             continue  # a misread number ("2020年" once came back as year 4)
         if prefer == "future" and when.replace(tzinfo=None) <= base and period == "day":
             when = when + timedelta(days=7)  # "nächsten Montag" said on a Monday: a week on
-        iso = _format(when, period)
+        dated.append((at if at >= 0 else len(text), _format(when, period)))
+    for _, iso in sorted(dated, key=lambda d: d[0]):
         if iso not in out:
             out.append(iso)
     return out

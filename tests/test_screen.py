@@ -1557,6 +1557,7 @@ def test_exhorted_only(entry, turn, exhorted):
     ("Nora is getting married next week.", "I'm going to get married next week.", False),
     # "May" the month is no modal, in the entry or the turn
     ("Nora moved to Oslo in May.", "I'm going to move to Oslo.", True),
+    ("Nora ordered a rain barrel next week.", "I'm going to order a rain barrel next week.", True),
     # past perfect, a past "could" / "would", "got to" and "decided to" tell what was done
     ("Nora finished the marathon.", "I'd trained for months and I'd finished the marathon in four hours.", False),
     ("Nora bought a house.", "After the bonus came in I could finally buy a house!", False),

@@ -121,12 +121,23 @@ def test_resolve_dates_zoned_ref_uses_wall_clock():
     ("Nora war letzte Woche in Köln.", ["2024-02-26"]),
     ("Nora ist 2019 nach Berlin gezogen.", ["2019"]),
     ("李雷2020年5月搬到了上海。", ["2020-05"]),
+    # a weekday of a named week counts from that week's Monday (2024-03-04 is a Monday)
+    ("李雷下周三要去看牙医。", ["2024-03-13"]),
+    ("李雷上星期五去了北京。", ["2024-03-01"]),
+    ("李雷这周日休息。", ["2024-03-10"]),
+    ("李雷下个月搬家，下礼拜一先去看房。", ["2024-04", "2024-03-11"]),
 ])
 def test_chinese_and_german_relative_dates_resolve_against_the_turn(text, expected):
     ref = datetime(2024, 3, 4, 9, 0)  # a Monday
     assert resolve_dates(text, ref) == expected
 
 
+def test_a_chinese_weekday_of_next_week_said_on_a_friday():
+    # dateparser alone read "下周三" as "in a week" (2024-05-17) and dropped the weekday
+    assert resolve_dates("我下周三要去看牙医。", datetime(2024, 5, 10, 20, 0)) == ["2024-05-15"]
+
+
 def test_chinese_and_german_relative_dates_need_a_reference():
     assert resolve_dates("李雷下个月要去成都。", None) == []
+    assert resolve_dates("李雷下周三要去看牙医。", None) == []
     assert resolve_dates("Nora ist 2019 nach Berlin gezogen.", None) == ["2019"]

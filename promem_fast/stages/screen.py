@@ -1881,9 +1881,10 @@ _PLAN_BEFORE = re.compile(r"(?:\b(?:going to|gonna|will|shall|plan(?:ning|s)? to
                           r"need(?:s)? to|have to|has to|gotta|try(?:ing)? to|might|(?-i:may)|could|should|would|"
                           r"intend(?:s)? to|mean(?:s)? to|thinking of|thinking about)|'ll|'d)"
                           r"(?:\s+(?:\w+ly|just|also|still|then|probably|definitely|soon|first))*\s+$", re.I)
-# a plan said in the entry itself ("plans to ask", "will ask"): nothing read as done
+# a plan said in the entry itself ("plans to ask", "will ask"): nothing read as done; a time
+# ahead in a past-tense entry is no plan ("ordered a rain barrel next week")
 _ENTRY_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|intend\w*|about to|wants? to|hopes? to|needs? to|"
-                         r"has to|have to|would|might|(?-i:may)|could|should|shall|tries to|trying to|soon|next|tomorrow)\b|'ll",
+                         r"has to|have to|would|might|(?-i:may)|could|should|shall|tries to|trying to)\b|'ll",
                          re.I)
 # "could" / "would" of the past ("I could finally buy a house", "every summer we would visit")
 _PAST_MARK = re.compile(r"\b(?:yesterday|ago|last|finally|used to|as a (?:kid|child)|when I was|every (?:summer|year|day|week))\b",
