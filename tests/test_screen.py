@@ -1569,6 +1569,38 @@ def test_planned_as_done(entry, turn, planned):
     assert screen.planned_as_done(entry, "Nora", turn) is planned
 
 
+@pytest.mark.parametrize("entry, turn, hedged", [
+    ("Nora is applying for a postdoc in Uppsala.", "After the defence I might apply for a postdoc in Uppsala.", True),
+    ("Nora is moving to Oslo.", "We may move to Oslo next year.", True),
+    ("Nora works with fashion bloggers.", "I'm thinking of working with fashion bloggers next month.", True),
+    # the entry keeps the hedge, or the turn also says it plainly
+    ("Nora might apply for a postdoc in Uppsala.", "After the defence I might apply for a postdoc in Uppsala.", False),
+    ("Nora is considering applying for a postdoc.", "I might apply for a postdoc.", False),
+    ("Nora is running the Bath half marathon.", "I'm running the Bath half marathon! I might run Bristol too.", False),
+    ("Nora loves jazz.", "I could listen to jazz all day, I love jazz.", False),
+    # a feeling or a passive is not a deed
+    ("Nora is impressed by the choir.", "You might be impressed by the choir.", False),
+])
+def test_hedged_as_certain(entry, turn, hedged):
+    assert screen.hedged_as_certain(entry, "Nora", turn) is hedged
+
+
+async def test_a_possibility_is_not_stored_as_certain():
+    from promem_fast.stages.verify import HEDGED_REASON
+
+    rows = [("u1", "user", "I handed in my thesis on Friday. I might apply for a postdoc in Uppsala.")]
+    kept, why, _ = await screened(rows, [("Nora handed in her thesis on Friday.", ["u1"]),
+                                         ("Nora is applying for a postdoc in Uppsala.", ["u1"])])
+    assert kept == ["Nora handed in her thesis on Friday."]
+    assert why == {"Nora is applying for a postdoc in Uppsala.": HEDGED_REASON}
+
+
+def test_a_month_names_no_one():
+    assert screen.names_no_one("The defence is in May.", "Nora", ["Kai"]) is True
+    assert screen.names_no_one("The defence of Nora is in May.", "Nora", ["Kai"]) is False
+    assert screen.names_no_one("The wedding of Lukas is in May.", "Nora", ["Kai"]) is False
+
+
 async def test_a_plan_is_not_stored_as_done():
     from promem_fast.stages.verify import PLANNED_REASON
 

@@ -952,7 +952,8 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
     any capitalised name after its first word ("Divorced", "Both parents are deceased",
     "Establish a platform for social change": a fragment, not a memory of anyone); a
-    function word that opens a later sentence ("Many", "It's") is no name. When
+    function word that opens a later sentence ("Many", "It's"), a month or a weekday ("The
+    defence is in May") are no name. When
     another speaker of the chat has a name (``others``, roles such as "assistant" aside),
     "he", "she", "her", "they", ... name no one either: either speaker could be meant ("Some
     close friends kept supporting her", "She adopted a puppy"; replay over the labelled
@@ -974,9 +975,13 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
     # the first token is skipped as before (an imperative or a bare adjective opens fragments);
     # "That's" / "There's" at a sentence start are read without their "'s"
-    return not any(m.group()[:1].isupper()
+    # a month or weekday names no one ("The defence is in May.")
+    return not any(m.group()[:1].isupper() and m.group().lower() not in _CALENDAR_WORDS
                    and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
                    for m in spans[1:])
+
+
+_CALENDAR_WORDS = frozenset(_MONTHS.split()) | frozenset(_WEEKDAYS.split())
 
 
 # "Jon's statement is about the performers": the subject is something said in the
@@ -1925,6 +1930,38 @@ def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
             if (not plan or m.group().lower() not in lemmas
                     or (plan.group(0).split()[0].lower() in ("could", "would") and _PAST_MARK.search(sentence))):
                 return False  # said as done (or as a habit) once: the entry may be right
+            seen = True
+    return seen
+
+
+# words before a verb that make it a possibility only ("I might apply for a postdoc")
+_HEDGE_BEFORE = re.compile(r"\b(?:might|(?-i:may)|maybe|perhaps|possibly|could|thinking (?:of|about)|considering)"
+                           r"(?:\s+(?:\w+ly|just|also|still|then|even))*\s+$", re.I)
+# an entry that keeps the hedge or a plan ("is thinking about applying", "might apply")
+_ENTRY_HEDGE = re.compile(r"\b(?:might|(?-i:may)|maybe|perhaps|possibly|could|consider\w*|think\w* (?:of|about)|"
+                          r"wants? to|hopes? to|plans? to|planning|would like|if)\b", re.I)
+
+
+def hedged_as_certain(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry states as certain ("Oskar is applying for a postdoc in Uppsala")
+    what the turn only gives as a possibility: every form of the entry's verb in
+    ``turn_text`` follows "might", "may", "maybe", "could", "thinking of", ... ("After that I
+    might apply for a postdoc in Uppsala"). The entry must not keep a hedge or a plan
+    ("is considering applying", "might apply"), nor be a passive or a feeling. English
+    turns and entries whose subject is the user only. Shape: (str, str, str) -> bool."""
+    if not subject_is_user(text, user_name) or not reads_english(turn_text) or _ENTRY_HEDGE.search(text):
+        return False
+    forms, linked = _entry_verb_forms(text, user_name)
+    # "is applying" is no passive; "is impressed", "was inspired" are
+    if not forms or (linked and not re.search(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?\w+ing\b", text, re.I)):
+        return False
+    seen = False
+    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
+        for m in _TOKEN.finditer(sentence):
+            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
+                continue
+            if not _HEDGE_BEFORE.search(sentence[:m.start()]):
+                return False  # said without a hedge once: the entry may be right
             seen = True
     return seen
 
