@@ -4,7 +4,8 @@ Each case of ``benchmarks/regression/precision_cases.json`` is an invented one- 
 four-turn dialogue of one failure class (filler, assistant text, wrong person, world
 knowledge, quoted text, duplicates, non-English) with the memories it should yield
 (``expect``: some stored memory at MiniLM cosine >= 0.6), the ones it must not
-(``forbid``: no stored memory at cosine >= 0.75), and for non-English cases the names that
+(``forbid``: no stored memory at cosine >= 0.75; ``forbid_text``: words no memory may hold,
+where cosine cannot tell a plan from a deed), and for non-English cases the names that
 must appear exactly as written and the ISO dates the memory must resolve to.
 
     python benchmarks/bench_regression.py [--llm openai --llm-url http://127.0.0.1:8080/v1]
@@ -74,6 +75,10 @@ async def run(args: argparse.Namespace) -> int:
                 b = np.asarray(await svc.embed.encode([bad]), dtype=np.float32)[0]
                 if float((mv @ b).max()) >= FORBID_TAU:
                     fails.append(f"stored: {bad}")
+            # cosine does not tell "will ask" from "asked": words no memory may hold
+            for words in c.get("forbid_text", []):
+                if any(words.casefold() in m.casefold() for m in mems):
+                    fails.append(f"stored text: {words}")
             if any(duplicate_flags(mv)):
                 fails.append("near-duplicate memories")
         else:
