@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from lemminflect import getAllInflections, getAllLemmas
 
@@ -147,6 +147,8 @@ _MONTHS = ("january february march april may june july august september october 
            "januar februar märz mai juni juli oktober dezember jan feb mar apr jun jul aug sep sept oct nov dec")
 _WEEKDAYS = ("monday tuesday wednesday thursday friday saturday sunday montag dienstag mittwoch donnerstag "
              "freitag samstag sonntag")
+# months and weekdays: capitalised, yet no one's name
+_CALENDAR_WORDS = frozenset(_MONTHS.split()) | frozenset(_WEEKDAYS.split())
 # Absolute dates the extractor wrote in place of "yesterday" / "下个月" are checked by date
 # resolution, not by the turn's words.
 _DATE_EXPR = re.compile(
@@ -981,8 +983,6 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
                    for m in spans[1:])
 
 
-_CALENDAR_WORDS = frozenset(_MONTHS.split()) | frozenset(_WEEKDAYS.split())
-
 
 # "Jon's statement is about the performers": the subject is something said in the
 # dialogue, and the rest names little or it is a remark (see is_filler); "Caroline's message to the students
@@ -1759,8 +1759,6 @@ def _name_token(tok: str, known: set[str]) -> bool:
 # still read
 _QUESTION_OPEN = frozenset("""do does did is are was were am can could will would have has had how what why when
 where who whom whose which should shall may might isn't aren't don't doesn't didn't won't can't""".split())
-_WEEKDAYS_MONTHS = frozenset(_MONTHS.split()) | frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday".split())
 # the clause the verb is in starts after the last of these (an appositive name between
 # commas, "My manager, Rosa, runs ...", is read through)
 _CLAUSE_EDGE = re.compile(r"[,;:()\u2013\u2014]|\s-\s|\bthen\b", re.I)
@@ -1777,24 +1775,33 @@ _FAMILY_NAMES = frozenset("mom mum dad mama papa ma pa grandma grandpa granny na
 _CONTRACTED = re.compile(r"'(?:s|ll|d|ve|re|m)$")
 
 
-def _entry_verb_forms(text: str, user_name: str) -> tuple[frozenset[str], bool]:
-    """Every form of the entry's verb (the first of its first two content words lemminflect
-    knows as a verb: "recently moved" -> move) and whether the entry uses it as a passive or
-    a feeling ("is motivated by", "was inspired"). Empty when there is none."""
+def _entry_verb_word(text: str, user_name: str) -> tuple[Optional[str], tuple[str, ...]]:
+    """The entry's verb as written in its main clause and its lemmas (lemminflect): the first
+    of its first two content words known as a verb, the second only after an adverb
+    ("recently moved" -> "moved", ("move",)); (None, ()) when there is none."""
     clauses = _clauses(text)
     words = predicate_words(clauses[0], user_name) if clauses else []
     for i, w in enumerate(words[:2]):
         if not w.isascii() or (i == 1 and not words[0].endswith("ly")):
-            return frozenset(), False  # past the first word only after an adverb ("recently moved")
-        lemmas = getAllLemmas(w, upos="VERB").get("VERB", ())
+            return None, ()  # past the first word only after an adverb ("recently moved")
+        lemmas = tuple(getAllLemmas(w, upos="VERB").get("VERB", ()))
         if lemmas:
-            forms: set[str] = set()
-            for lemma in lemmas:
-                forms |= _verb_forms(lemma)
-            passive = re.search(rf"\b(?:is|are|was|were|been|being|feels?|felt|gets?|got)\s+(?:\w+ly\s+)?{re.escape(w)}\b",
-                                text, re.I) is not None
-            return frozenset(forms), passive
-    return frozenset(), False
+            return w, lemmas
+    return None, ()
+
+
+def _entry_verb_forms(text: str, user_name: str) -> tuple[frozenset[str], bool]:
+    """Every form of the entry's verb (:func:`_entry_verb_word`) and whether the entry uses
+    it as a passive or a feeling ("is motivated by", "was inspired"). Empty when there is none."""
+    w, lemmas = _entry_verb_word(text, user_name)
+    if w is None:
+        return frozenset(), False
+    forms: set[str] = set()
+    for lemma in lemmas:
+        forms |= _verb_forms(lemma)
+    passive = re.search(rf"\b(?:is|are|was|were|been|being|feels?|felt|gets?|got)\s+(?:\w+ly\s+)?{re.escape(w)}\b",
+                        text, re.I) is not None
+    return frozenset(forms), passive
 
 
 def _subject_before(tail: list[str], known: set[str], sentence_start: bool = True) -> Optional[str]:
@@ -1820,7 +1827,7 @@ def _subject_before(tail: list[str], known: set[str], sentence_start: bool = Tru
         elif low in _FAMILY_NAMES and t[:1].isupper():
             start = k  # "Mom called the school"
         elif (_name_token(t, known) or ((k > 0 or not sentence_start) and t[:1].isupper() and t.isalpha() and len(t) > 1
-                                         and low not in _WEEKDAYS_MONTHS and low not in _INTERJECTIONS
+                                         and low not in _CALENDAR_WORDS and low not in _INTERJECTIONS
                                          and t.casefold() not in known)) and before not in _VOCATIVE_CUE:
             start = k  # a name: outside the lexicon, or capitalised inside the clause ("when Tom cried")
         else:
@@ -1840,6 +1847,16 @@ def _clause_subject(sentence: str, at: int, known: set[str]) -> Optional[str]:
     cut = list(_CLAUSE_EDGE.finditer(prefix))
     tail = _TOKEN.findall(prefix[cut[-1].end():] if cut else prefix)
     return _subject_before(tail, known, sentence_start=not cut)
+
+
+def _word_hits(turn_text: str, words: Iterable[str]) -> Iterator[tuple[str, re.Match]]:
+    """(sentence, token match) for each occurrence in ``turn_text`` of one of ``words``
+    (lower case), sentence by sentence; a capitalised one after its sentence's first
+    character is part of a name ("Chronic Fatigue Syndrome") and is skipped."""
+    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
+        for m in _TOKEN.finditer(sentence):
+            if m.group().lower() in words and not (m.start() > 0 and m.group()[:1].isupper()):
+                yield sentence, m
 
 
 def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
@@ -1863,21 +1880,18 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
         return False
     known = _speaker_name_words(user_name)
     seen = False
-    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
+    for sentence, m in _word_hits(turn_text, forms):
         head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(sentence)[:1]]
         if sentence.rstrip().endswith("?") and head and head[0] in _QUESTION_OPEN:
             continue  # a question states nothing of anyone (asked_only reads those)
-        for m in _TOKEN.finditer(sentence):
-            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
-                continue  # not the verb, or part of a name ("Chronic Fatigue Syndrome")
-            seen = True
-            after = sentence[m.end():]
-            if passive and re.match(r"\s+(?:me|us|myself)\b", after, re.I):
-                return False  # "seeing my students succeed motivates me": the user feels it
-            if _USER_DOES_TOO.search(after):
-                return False
-            if _clause_subject(sentence, m.start(), known) != "other":
-                return False
+        seen = True
+        after = sentence[m.end():]
+        if passive and re.match(r"\s+(?:me|us|myself)\b", after, re.I):
+            return False  # "seeing my students succeed motivates me": the user feels it
+        if _USER_DOES_TOO.search(after):
+            return False
+        if _clause_subject(sentence, m.start(), known) != "other":
+            return False
     return seen
 
 
@@ -1906,31 +1920,25 @@ def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
     subject is the user only. Shape: (str, str, str) -> bool."""
     if not subject_is_user(text, user_name) or not reads_english(turn_text) or _ENTRY_PLAN.search(text):
         return False
-    if _entry_verb_forms(text, user_name)[1]:
+    forms, passive = _entry_verb_forms(text, user_name)
+    if passive:
         return False  # "is impressed", "was inspired": a state or a feeling, not a deed
-    clauses = _clauses(text)
-    words = predicate_words(clauses[0], user_name) if clauses else []
-    verb = (words[1] if len(words) > 1 and words[0].endswith("ly") else words[0]) if words else None
-    lemmas = getAllLemmas(verb.lower(), upos="VERB").get("VERB", ()) if verb and verb.isascii() else ()
-    if not lemmas:
+    verb, lemmas = _entry_verb_word(text, user_name)
+    if verb is None:
         return False
-    forms: set[str] = set()
-    for lemma in lemmas:
-        if verb.lower() not in _verb_past(lemma) or verb.lower() == lemma or verb.lower() in _verb_forms(lemma) - _verb_past(lemma):
-            return False  # not a past form, or one spelled as the present too
-        forms |= _verb_forms(lemma)
+    verb = verb.lower()
+    if any(verb not in _verb_past(lemma) or verb == lemma or verb in _verb_forms(lemma) - _verb_past(lemma)
+           for lemma in lemmas):
+        return False  # not a past form, or one spelled as the present too
     seen = False
-    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
-        for m in _TOKEN.finditer(sentence):
-            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
-                continue
-            plan = _PLAN_BEFORE.search(sentence[:m.start()])
-            # a plan takes the base form ("I'll ask"; "I'd finished" is "had"), and a past
-            # "could" / "would" is no plan
-            if (not plan or m.group().lower() not in lemmas
-                    or (plan.group(0).split()[0].lower() in ("could", "would") and _PAST_MARK.search(sentence))):
-                return False  # said as done (or as a habit) once: the entry may be right
-            seen = True
+    for sentence, m in _word_hits(turn_text, forms):
+        plan = _PLAN_BEFORE.search(sentence[:m.start()])
+        # a plan takes the base form ("I'll ask"; "I'd finished" is "had"), and a past
+        # "could" / "would" is no plan
+        if (not plan or m.group().lower() not in lemmas
+                or (plan.group(0).split()[0].lower() in ("could", "would") and _PAST_MARK.search(sentence))):
+            return False  # said as done (or as a habit) once: the entry may be right
+        seen = True
     return seen
 
 
@@ -1956,13 +1964,10 @@ def hedged_as_certain(text: str, user_name: str, turn_text: str) -> bool:
     if not forms or (linked and not re.search(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?\w+ing\b", text, re.I)):
         return False
     seen = False
-    for sentence in _SENTENCE_END.split(turn_text.replace("\u2019", "'")):
-        for m in _TOKEN.finditer(sentence):
-            if m.group().lower() not in forms or (m.start() > 0 and m.group()[:1].isupper()):
-                continue
-            if not _HEDGE_BEFORE.search(sentence[:m.start()]):
-                return False  # said without a hedge once: the entry may be right
-            seen = True
+    for sentence, m in _word_hits(turn_text, forms):
+        if not _HEDGE_BEFORE.search(sentence[:m.start()]):
+            return False  # said without a hedge once: the entry may be right
+        seen = True
     return seen
 
 
@@ -1990,14 +1995,12 @@ def feeling_of_other(text: str, user_name: str, turn_text: str) -> bool:
         return False
     known = _speaker_name_words(user_name)
     seen = False
-    for sentence in _SENTENCE_END.split(unquoted(turn_text).replace("\u2019", "'")):
-        for m in _TOKEN.finditer(sentence):
-            if m.group().lower() not in group or _PRIDE_EVENT.match(sentence, m.start()) or (
-                    m.start() > 0 and m.group()[:1].isupper()):
-                continue
-            seen = True
-            if _clause_subject(sentence, m.start(), known) != "other":
-                return False
+    for sentence, m in _word_hits(unquoted(turn_text), group):
+        if _PRIDE_EVENT.match(sentence, m.start()):
+            continue
+        seen = True
+        if _clause_subject(sentence, m.start(), known) != "other":
+            return False
     return seen
 
 
