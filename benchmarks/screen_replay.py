@@ -51,6 +51,8 @@ def _rules() -> dict:
         "planned_as_done": lambda m: bool(m["turn"]) and screen.planned_as_done(m["text"], m["user"], m["turn"]),
         "names_no_one": lambda m: screen.names_no_one(m["text"], m["user"], m["others"]),
         "hedged_as_certain": lambda m: bool(m["turn"]) and screen.hedged_as_certain(m["text"], m["user"], m["turn"]),
+        "exclaimed_only": lambda m: bool(m["turn"]) and screen.exclaimed_only(
+            m["text"], m["user"], m["turn"], m["previous"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),

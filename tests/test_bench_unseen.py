@@ -21,7 +21,8 @@ def test_every_unseen_dialogue_loads_with_its_user():
     assert ids["lena-marco/session_1@Marco"] == "Marco"
     assert ids["daniel/session_1"] == "Daniel" and ids["miriam/session_1"] == "Miriam"
     assert ids["li-na/session_1"] == "李娜" and ids["oskar-ines/session_1@Ines"] == "Ines"
-    assert len(ids) == len(sessions) == 14
+    assert ids["yuki/session_2"] == "Yuki" and ids["tariq-sofie/session_1@Sofie"] == "Sofie"
+    assert len(ids) == len(sessions) == 20
     assert all(s.turns and all(t.timestamp for t in s.turns) for s in sessions)
 
 

@@ -2450,3 +2450,33 @@ async def test_a_fragment_with_only_function_words_at_its_sentence_starts_is_dis
                                          ("Nora moved the stand-up to 9:30.", ["u1"])])
     assert kept == ["Nora moved the stand-up to 9:30."]
     assert why == {"The feedback has been positive. Many are curious about the new schedule.": NO_SUBJECT_REASON}
+
+
+@pytest.mark.parametrize("entry, turn, previous, exclaimed", [
+    # a bare reaction to the other side's news, then a question
+    ("Nora says Dmitri is poor.", "Poor Dmitri! Did the cast come off yet?", "My cousin Dmitri broke his wrist.", True),
+    ("Nora is busy June.", "Busy June! Will you still make the barbecue?", "Two weddings and a move in June.", True),
+    ("Nora is almost-Professor Ana.", "Congrats, almost-Professor Ana! What comes next?", "My tenure vote passed.", True),
+    # an answer to a question, a statement with its "I" dropped, an imperative, a clause
+    ("Nora is going to Lima.", "Lima! Can't wait.", "Where are you off to in May?", False),
+    ("Nora got the job at the museum.", "Got the job at the museum! Starting Monday.", "", False),
+    ("Nora is engaged.", "Engaged! Theo asked on the beach.", "", False),
+    ("Nora keeps going after her dreams.", "Thanks! Keep going after your dreams!", "", False),
+    ("Nora's new flat has great natural light.", "It's near the park. Plus the natural light!", "", False),
+    # a name and an interjection say nothing; the entry also stated in the rest of the turn
+    ("Nora talked with Ana about her move.", "Yeah, Ana! I told you about my move.", "", False),
+    ("Nora thinks the poor harvest hurt Dmitri's farm.", "Poor Dmitri! The harvest hurt his farm a lot.", "", False),
+])
+def test_exclaimed_only(entry, turn, previous, exclaimed):
+    assert screen.exclaimed_only(entry, "Nora", turn, previous) is exclaimed
+
+
+async def test_a_bare_exclamation_is_not_stored_as_a_fact():
+    from promem_fast.stages.verify import EXCLAIMED_REASON
+
+    rows = [("a1", "assistant", "My cousin Dmitri broke his wrist skiing."),
+            ("u1", "user", "Poor Dmitri! I broke mine in 2019, on the ice in Riga.")]
+    kept, why, _ = await screened(rows, [("Nora says Dmitri is poor.", ["u1"]),
+                                         ("Nora broke her wrist in 2019 in Riga.", ["u1"])])
+    assert kept == ["Nora broke her wrist in 2019 in Riga."]
+    assert why == {"Nora says Dmitri is poor.": EXCLAIMED_REASON}

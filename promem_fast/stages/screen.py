@@ -1971,6 +1971,70 @@ def hedged_as_certain(text: str, user_name: str, turn_text: str) -> bool:
     return seen
 
 
+# words that make a sentence a clause, not a bare exclamation: "be", "have", the modals, and
+# any contraction of them ("that's", "you've")
+_CLAUSE_VERBS = frozenset("""is are was were be been being am has have had do does did will would can could
+should shall must may might""".split())
+# a fragment that goes on with the sentence before ("Plus the natural light!")
+_CONTINUATIONS = frozenset("plus and also especially even but or so with without".split())
+_EXCLAMATION_MAX_WORDS = 5
+# a pronoun other than "you" takes a verb ("Keep it up!", "Love them!"); "Lucky you!" does not
+_CLAUSE_PRONOUNS = frozenset("it them him this that there he she they".split())
+
+
+def _verbless_exclamation(sentence: str) -> bool:
+    """``sentence`` is a short exclamation with no verb and no first person that says
+    something beyond an interjection and a name ("Poor Lukas!", "Busy April!", "Congrats,
+    almost-Doctor Oskar!", "Lucky you!"; not "Yeah, Caroline!"): a reaction. A word
+    lemminflect knows as a verb and not as an adjective, unless a noun after the first word
+    ("Congrats, almost-Doctor Oskar!"), makes it a statement with its subject dropped ("Got
+    the job!", "Sounds great!") or an imperative ("Keep going!"), as does a verb in -ed
+    ("Engaged!") or a pronoun other than "you"; a fragment that opens with "plus", "and", ...
+    goes on with the sentence before."""
+    s = sentence.strip()
+    if not s.endswith("!") or _is_question(s):
+        return False
+    found = _TOKEN.findall(s.replace("\u2019", "'"))
+    toks = [t.lower() for t in found]
+    if (not toks or len(toks) > _EXCLAMATION_MAX_WORDS or toks[0] in _CONTINUATIONS
+            or set(toks) & _FIRST_PERSON):
+        return False
+    says, first = False, True
+    for t, raw in zip(toks, found):
+        if t in _INTERJECTIONS:
+            continue
+        if t in _CLAUSE_VERBS or t in _CLAUSE_PRONOUNS or "'" in t:
+            return False
+        lemmas = getAllLemmas(t)
+        verb = lemmas.get("VERB", ())
+        if verb and ("ADJ" in lemmas and t.endswith("ed")
+                     or "ADJ" not in lemmas and (first or t not in verb or "NOUN" not in lemmas)):
+            return False  # "Engaged!", "Keep going!" (a bare verb first), "Sounds great!", "Got it!"
+        says = says or first or not raw[:1].isupper()
+        first = False
+    return says
+
+
+def exclaimed_only(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
+    """True when ``turn_text`` states ``text`` only in short verbless exclamations
+    (:func:`_verbless_exclamation`), the user's reaction to the other side's news: support
+    (:func:`support`) >= :data:`MIN_SUPPORT` in the turn and none of the entry's words in the
+    rest of it. "Poor Lukas! Is he still in Vienna?" -> "Ines says Lukas is poor"; "Busy
+    April! Are they coming for the race?" -> "Tom is busy April". Not when the other side's
+    turn before ends in a question: "Tokyo!" then answers it. English turns only. Shape:
+    (str, str, str, str) -> bool."""
+    if not reads_english(turn_text):
+        return False
+    last = [x for x in _SENTENCE_END.split(previous_other_turn.strip()) if x.strip()]
+    if last and _is_question(last[-1]):
+        return False
+    sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'"))
+    bare = [x for x in sents if not _verbless_exclamation(x)]
+    if len(bare) == len(sents):
+        return False
+    return support(text, user_name, turn_text) >= MIN_SUPPORT and support(text, user_name, " ".join(bare)) == 0
+
+
 # a feeling and the words for it, adjective or noun ("proud" / "pride")
 _FEELING_FORMS = tuple(frozenset(g.split()) for g in (
     "proud pride", "excited excitement exciting", "happy happiness", "grateful gratitude thankful",
