@@ -2480,3 +2480,17 @@ async def test_a_bare_exclamation_is_not_stored_as_a_fact():
                                          ("Nora broke her wrist in 2019 in Riga.", ["u1"])])
     assert kept == ["Nora broke her wrist in 2019 in Riga."]
     assert why == {"Nora says Dmitri is poor.": EXCLAIMED_REASON}
+
+
+async def test_a_rewrite_in_the_turns_language_takes_no_first_person_word_from_it():
+    rows = [("u1", "user", "Meine Schwester Jana wohnt in Altona und kann mir bei den Besichtigungen helfen.")]
+    s = session(rows, "Miriam")
+    rules = {"verify": keyed({"Miriam's sister": json.dumps(
+        "Miriams Schwester Jana wohnt in Altona und kann mir bei den Besichtigungen helfen.")})}
+    ctx = make_ctx(session=s, services=make_services(rules=rules, nli=FakeNLI(default="entailment")))
+    state = PipelineState.create(s, "Miriam", dialogue_block(s, "Miriam"))
+    state.entries = [Entry("Miriam's sister Jana lives in Altona and can help her with the viewings.", "draft",
+                           "kept", ["u1"])]
+    await verify_entries(ctx, state)
+    assert [state.entries[i].text for i in state.live_entries()] == [
+        "Miriams Schwester Jana wohnt in Altona und kann Miriam bei den Besichtigungen helfen."]

@@ -863,3 +863,25 @@ def test_turn_ids_wrapped_in_brackets_or_markup_are_kept(caplog):
     assert len(dropped) == 2 and "'t99'" in dropped[0] and "'<t9>'" in dropped[1]
     # an id written with brackets of its own is taken as it is
     assert state.valid_ids(["(1)", "<msg>", "1"], ["(1)", "<msg>", "1"], "draft") == ["(1)", "<msg>", "1"]
+
+
+def test_third_person_repairs_chinese_and_german_first_person_words():
+    from promem_fast.stages.extract import third_person
+
+    # object and possessive slots take the name as it is written; no verb agrees with them
+    assert third_person("王芳的哥哥下个月结婚，他请我当伴娘。", "王芳") == "王芳的哥哥下个月结婚，他请王芳当伴娘。"
+    assert third_person("王芳说我的猫叫豆豆。", "王芳") == "王芳说王芳的猫叫豆豆。"
+    assert third_person("王芳在学自我介绍。", "王芳") == "王芳在学自我介绍。"
+    assert third_person("Jonas fährt mit mir und meiner Tante nach Kiel.", "Jonas") == (
+        "Jonas fährt mit Jonas und Jonas' Tante nach Kiel.")
+    assert third_person("Greta sagt, ihr Chef ruft mich morgen an.", "Greta") == (
+        "Greta sagt, ihr Chef ruft Greta morgen an.")
+    assert third_person("Greta hat meinen Schlüssel verloren.", "Greta") == "Greta hat Gretas Schlüssel verloren."
+    # "ich" needs its verb changed, "我们" / "wir" / "uns" name others, no name opens it: a copy
+    assert third_person("Greta sagt, ich arbeite bei Siemens.", "Greta") is None
+    assert third_person("Greta und wir fahren nach Kiel.", "Greta") is None
+    assert third_person("王芳和我们去成都。", "王芳") is None
+    assert third_person("我下周三要去看牙医。", "王芳") is None
+    # English text with capitalised look-alikes is left alone
+    assert third_person("Greta visited the Mir space station model.", "Greta") == (
+        "Greta visited the Mir space station model.")

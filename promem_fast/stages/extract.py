@@ -92,6 +92,37 @@ def copies_dialogue_line(text: str) -> bool:
     return _SPEAKER_LABEL.search(text) is not None
 
 
+# Chinese and German first-person words, which the model copies from a turn in those
+# languages ("李娜妈妈说她会过来帮我", "... kann mir bei den Besichtigungen helfen"). Neither
+# language needs agreement with a name in the object or possessive slot: "我" -> "李娜",
+# "mir" / "mich" -> "Miriam", "mein(e|em|en|er|es)" -> "Miriams". "ich" needs its verb
+# changed and "我们" / "wir" / "uns" / "unser..." name others: a copy.
+_ZH_FIRST = re.compile(r"(?<!自)我")  # not "自我" (self)
+_ZH_FIRST_PLURAL = re.compile(r"我们|咱们|咱")
+_DE_FIRST_SINGULAR = re.compile(r"\b(?:mir|mich|mein(?:e|em|en|er|es)?)\b")
+_DE_FIRST_COPY = re.compile(r"\b(?:[Ii]ch|[Ww]ir|[Uu]ns|[Uu]nser\w*)\b")
+
+
+def _german_genitive(name: str) -> str:
+    """"Miriam" -> "Miriams"; a name ending in an s sound takes an apostrophe ("Hans'")."""
+    return name + ("'" if name[-1:].lower() in "sßxz" else "s")
+
+
+def _other_first_person(text: str) -> bool:
+    return bool(_ZH_FIRST.search(text) or _DE_FIRST_SINGULAR.search(text) or _DE_FIRST_COPY.search(text))
+
+
+def _opens_with(text: str, name: str, genitive_s: bool) -> bool:
+    """``text`` opens with ``name`` as a word: "Sarah's ...", a Chinese name run into the
+    next word ("李娜家的猫"), with ``genitive_s`` the German "Miriams Schwester"; not
+    "Sarahville" (nor "Sarahs" in English)."""
+    if text[: len(name)].casefold() != name.casefold():
+        return False
+    rest = text[len(name):]
+    return (not name.isascii() or not rest[:1].isalnum()
+            or (genitive_s and rest[:1] == "s" and not rest[1:2].isalnum()))
+
+
 def third_person(text: str, user_name: str) -> Optional[str]:
     """``text`` with stray singular first-person words turned into ``user_name``, or None
     when it is a first-person copy of a dialogue line.
@@ -101,15 +132,24 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     drinks, because they make me feel jittery"): "me" -> "Sarah", "my" -> "Sarah's",
     "I'm" -> "Sarah is". Any other fact with a first-person word, and any fact with a plural
     one ("we", "our", "ours", "ourselves", "us": who else is meant is unknown), is a copy: None.
+    Chinese and German facts the same way: "我" -> the name; "mir" / "mich" -> the name,
+    "mein..." -> its genitive ("Miriams"); "我们", "ich", "wir", "uns", "unser..." make a copy
+    (issue 16 item 5: seen on benchmarks/unseen li_na.zh.json and miriam.de.json).
     """
-    if not _FIRST_PERSON.search(text):
+    english = bool(_FIRST_PERSON.search(text))
+    if not english and not _other_first_person(text):
         return text
     first = (user_name.split() or [""])[0]
     opens = [w for w in (user_name, first) if w and w.lower() != "user"]
-    if not any(text[: len(w)].casefold() == w.casefold() and not text[len(w): len(w) + 1].isalnum() for w in opens):
+    if not any(_opens_with(text, w, genitive_s=not english) for w in opens):
         return None
-    if _PLURAL_FIRST_PERSON.search(text):
+    if _PLURAL_FIRST_PERSON.search(text) or _ZH_FIRST_PLURAL.search(text) or _DE_FIRST_COPY.search(text):
         return None
+    text = _ZH_FIRST.sub(user_name, text)
+    text = _DE_FIRST_SINGULAR.sub(
+        lambda m: user_name if m.group().lower() in ("mir", "mich") else _german_genitive(user_name), text)
+    if not english:
+        return text
     for pat, repl in _SINGULAR_FIRST_PERSON:
         text = pat.sub(repl.format(n=user_name), text)
 

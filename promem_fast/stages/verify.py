@@ -46,7 +46,7 @@ from ..schema import AtomicFact, NLIVerdict, Turn
 from ..structured import StructuredOutputError
 from . import screen
 from .extract import (CUT_OFF_REASON, LINE_COPY_REASON, MIXED_SCRIPT_REASON, clean_uncut, copies_dialogue_line,
-                      half_translated, uncut)
+                      half_translated, third_person, uncut)
 from .anchor import entry_turns
 from .segment import turn_vectors
 from .state import Entry, PipelineState, clean_text, has_text, norm_key
@@ -891,6 +891,9 @@ def _usable_rewrite(out: object, lang: str, turns: Sequence[Turn], state: Pipeli
     resolve to; None when the answer is not such a rewrite."""
     new = clean_uncut(out, state.user_name) if isinstance(out, str) else ""
     if not has_text(new) or language_of(new) != lang:
+        return None
+    new = third_person(new, state.user_name)  # "... kann mir helfen" copies the turn's "mir"
+    if new is None:
         return None
     best = screen.best_supporting_turn(new, state.user_name, [(t.turn_id, t.content) for t in turns])
     turn = next((t for t in turns if best and t.turn_id == best[0]), None)
