@@ -53,6 +53,9 @@ def _rules() -> dict:
         "hedged_as_certain": lambda m: bool(m["turn"]) and screen.hedged_as_certain(m["text"], m["user"], m["turn"]),
         "exclaimed_only": lambda m: bool(m["turn"]) and screen.exclaimed_only(
             m["text"], m["user"], m["turn"], m["previous"]),
+        "corrected_later": lambda m: screen.corrected_later(
+            m["text"], m["later_user_turns"], m["turn"]) is not None,
+        "urged_only": lambda m: bool(m["turn"]) and screen.urged_only(m["text"], m["user"], m["turn"], m["previous"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),
@@ -95,6 +98,7 @@ def _memory(s, text: str, label: str, premise_id, cited_ids) -> dict:
         "reply": nxt.content if nxt is not None and nxt.role != "user" else "",
         "cited_other": [turns[t].content for t in cited_ids if t in turns and turns[t].role != "user"],
         "user_turns": [t.content for t in s.turns if t.role == "user"],
+        "later_user_turns": [t.content for t in s.turns[i + 1:] if t.role == "user"] if i >= 0 else [],
         "other_turns": [t.content for t in s.turns if t.role != "user"],
     }
 

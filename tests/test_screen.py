@@ -2494,3 +2494,43 @@ async def test_a_rewrite_in_the_turns_language_takes_no_first_person_word_from_i
     await verify_entries(ctx, state)
     assert [state.entries[i].text for i in state.live_entries()] == [
         "Miriams Schwester Jana wohnt in Altona und kann Miriam bei den Besichtigungen helfen."]
+
+
+@pytest.mark.parametrize("entry, later, value", [
+    ("Nora booked a viewing for Saturday morning.",
+     ["Oh wait, actually the viewing is Sunday at 11, not Saturday, I'm working Saturday."], "Saturday"),
+    ("Nora has a dentist appointment on the 14th.", ["Sorry, I meant the 15th, not the 14th."], "14th"),
+    ("Nora plant das Essen für 30 Gäste.", ["Moment, es sind 32, nicht 30."], "30"),
+    ("王芳周四去看牙医。", ["不对，是周五，不是周四。"], "周四"),
+    # no correction mark; a lower-case word; the entry tells of the change or negates the value
+    ("Nora loves Porto.", ["I love Lisbon, not Porto."], None),
+    ("Nora has a cat.", ["Actually it's a cat, not a dog."], None),
+    ("Nora moved the viewing from Saturday to Sunday.", ["Actually the viewing is Sunday, not Saturday."], None),
+    ("Nora's viewing is not on Saturday.", ["Actually the viewing is Sunday, not Saturday."], None),
+    # a user turn in between says the value again: the correction is of that turn
+    ("Nora plays football on Saturday.", ["The viewing is Saturday.", "Wait, actually it's Sunday, not Saturday."],
+     None),
+])
+def test_corrected_later(entry, later, value):
+    assert screen.corrected_later(entry, later) == value
+
+
+async def test_a_value_the_user_corrects_later_is_not_stored():
+    from promem_fast.stages.verify import CORRECTED_REASON
+
+    rows = [("u1", "user", "My interview at the museum is on Thursday at 2pm."),
+            ("a1", "assistant", "Good luck! Do you know the panel?"),
+            ("u2", "user", "Oh wait, I checked the invite, it's Friday at 2pm, not Thursday. The panel is three curators.")]
+    kept, why, _ = await screened(rows, [("Nora's interview at the museum is on Thursday at 2pm.", ["u1"]),
+                                         ("Nora's interview panel is three curators.", ["u2"])])
+    assert kept == ["Nora's interview panel is three curators."]
+    assert why == {"Nora's interview at the museum is on Thursday at 2pm.": CORRECTED_REASON}
+
+
+def test_an_emoji_does_not_make_a_turn_foreign():
+    # "And give ..." is an imperative too; the emoji kept the English rules off the turn
+    turn = "Okay, deal 😂 I'll pick you up at nine. And give baby Ava a cuddle from me!"
+    assert screen.urged_only("Nora will give baby Ava a cuddle.", "Nora", turn, "The 17th works.") is True
+    assert screen.reads_english("Who are you 😂") is True
+    assert screen.urged_only("Nora will give baby Ava a cuddle.", "Nora", "给 Ava 一个拥抱! And give baby Ava a cuddle!",
+                             "") is False

@@ -885,3 +885,17 @@ def test_third_person_repairs_chinese_and_german_first_person_words():
     # English text with capitalised look-alikes is left alone
     assert third_person("Greta visited the Mir space station model.", "Greta") == (
         "Greta visited the Mir space station model.")
+
+
+def test_third_person_leaves_what_a_fact_quotes_to_its_speaker():
+    from promem_fast.stages.extract import third_person
+
+    # the quoted "I" is the wife's, the title's "Me" is the book's; the user's own "me" is repaired
+    assert third_person("Omar's wife Lina said 'I'm not parking anything I can't see over', which worries me.",
+                        "Omar") == "Omar's wife Lina said 'I'm not parking anything I can't see over', which worries Omar."
+    assert third_person('Omar loves the novel "Remember Me" and my sister gave it to him.', "Omar") == (
+        'Omar loves the novel "Remember Me" and Omar\'s sister gave it to him.')
+    assert third_person("Omar's landlord said “it's not my problem”.", "Omar") == (
+        "Omar's landlord said “it's not my problem”.")
+    # a quote alone does not make a copy a fact: no name opens it
+    assert third_person('"I love my dog," Omar said.', "Omar") is None

@@ -143,6 +143,28 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     opens = [w for w in (user_name, first) if w and w.lower() != "user"]
     if not any(_opens_with(text, w, genitive_s=not english) for w in opens):
         return None
+    # what the fact quotes keeps its speaker's words: "she said 'I'm not driving it'" is
+    # hers, not the user's; the rest is repaired with the quotes held aside
+    quotes: list[str] = []
+
+    def hide(m: re.Match) -> str:
+        quotes.append(m.group())
+        return f"\x00{len(quotes) - 1}\x00"
+
+    out = _repair_first_person(_FACT_QUOTE.sub(hide, text), user_name, english)
+    return None if out is None else re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out)
+
+
+# a quotation inside a fact: "...", “...”, «...», 「...」, or '...' whose inner apostrophes sit
+# between letters ("'I'm not driving anything I can't park'")
+_FACT_QUOTE = re.compile(r"\"[^\"\n]+\"|[\u201c\u201e][^\u201c\u201d\u201e\n]+[\u201d\u201c]|\u00ab[^\u00bb\n]+\u00bb|"
+                         r"[\u300c\u300e][^\u300d\u300f\n]+[\u300d\u300f]|"
+                         r"(?<!\w)['\u2018](?:[^'\u2018\u2019\n]|(?<=\w)['\u2019](?=\w))+?['\u2019](?!\w)")
+
+
+def _repair_first_person(text: str, user_name: str, english: bool) -> Optional[str]:
+    """:func:`third_person` past its checks of the opening name: ``text`` with its quotes
+    held aside."""
     if _PLURAL_FIRST_PERSON.search(text) or _ZH_FIRST_PLURAL.search(text) or _DE_FIRST_COPY.search(text):
         return None
     text = _ZH_FIRST.sub(user_name, text)

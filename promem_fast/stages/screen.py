@@ -119,8 +119,12 @@ _QUOTE_SPANS = [
     re.compile(r"[\u300c\u300e][^\u300d\u300f\n]{2,}[\u300d\u300f]"),  # 「...」 『...』
 ]
 
-# scripts whose subjects these English rules cannot find (typographic punctuation is fine)
-_NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f]")
+def _non_latin(text: str) -> bool:
+    """``text`` has a letter outside the Latin scripts, whose subjects these English rules
+    cannot find; emoji and other symbols are no letters ("Who are you 😂" is English)."""
+    return any(c.isalpha() and ord(c) > 0x24F for c in text)
+
+
 _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
 _OTHER_SUBJECT = frozenset("he she they he's she's they're they've you you're you've you'd you'll ya your yours "
                            "yourself his her their".split())
@@ -364,10 +368,14 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
     return False
 
 
+# words that may open an imperative before its verb ("And give Noor a cuddle from me!")
+_IMPERATIVE_LEADS = frozenset("please and also just then but".split())
+
+
 @functools.lru_cache(maxsize=1024)
 def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[str, str], ...]:
     """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
-    semicolon, that opens, after interjections and "please", with a verb's bare form said as
+    semicolon, that opens, after interjections, "please", "and", ..., with a verb's bare form said as
     an imperative (the two tiers of the comment above :data:`_URGED_VERBS`; the first-person,
     time and habit checks read the whole sentence, dashes included); a question is never one.
     ``previous_other_turn``: the other side's turn before (does it ask for advice?). Cached:
@@ -383,7 +391,7 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[s
         for sent in _AFTER_DASH.split(whole):
             toks = [t.lower() for t in _TOKEN.findall(sent)]
             k = 0
-            while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] == "please"):
+            while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] in _IMPERATIVE_LEADS):
                 k += 1
             verb = _bare_verb(toks[k]) if k < len(toks) else None
             if verb is None or verb in _NOT_OPENERS or _is_question(sent) or _noun_subject(sent, toks, k):
@@ -408,7 +416,7 @@ def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: s
     (its verb is "has"). English only. Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
     body = _strip_subject(text, user_name)
-    if body == text.strip() or _NON_LATIN.search(turn_text):
+    if body == text.strip() or _non_latin(turn_text):
         return False
     words = predicate_words(body, user_name)
     verb = _entry_verb(words)
@@ -1411,7 +1419,7 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
         words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
         if 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words):
             return True
-    if not turn_text or _NON_LATIN.search(turn_text):
+    if not turn_text or _non_latin(turn_text):
         return False
     if _echoes_other(body, user_name, previous_other_turn, turn_text):
         return True
@@ -1656,7 +1664,7 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     not a clash.
     """
     turn_text = turn_text.replace("\u2019", "'")
-    if not _user_subject_entry(text, user_name) or _NON_LATIN.search(turn_text):
+    if not _user_subject_entry(text, user_name) or _non_latin(turn_text):
         return False
     if _verb_done_by_other(text, user_name, turn_text):
         return True
@@ -2035,6 +2043,65 @@ def exclaimed_only(text: str, user_name: str, turn_text: str, previous_other_tur
     return support(text, user_name, turn_text) >= MIN_SUPPORT and support(text, user_name, " ".join(bare)) == 0
 
 
+# A correction the user makes later in the session ("Oh wait, actually the viewing is Sunday
+# at 11, not Saturday", "Ah warte, es sind 26, nicht 24", "是周五，不是周四"): a sentence with
+# a correction mark, and the corrected value after "not" / "nicht" / "不是".
+_CORRECTION_MARK = re.compile(
+    r"\b(?:actually|wait|sorry|I mean|I meant|correction|scratch that|my mistake|my bad|re-?read|double-checked|"
+    r"eigentlich|warte|Moment|Korrektur|Quatsch)\b|其实|不对|更正|说错", re.I)
+_CORRECTED = re.compile(r"[,;\s]\s*(?:not|nicht|statt|instead of|rather than)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?"
+                        r"([\w.:]+)|不是([\u4e00-\u9fff\d]{1,4})", re.I)
+
+
+def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: str = "") -> Optional[str]:
+    """The value of ``text`` that one of ``later_user_turns`` (the user's turns after the
+    entry's premise turn, in order) corrects, or None: a sentence with a correction mark
+    (:data:`_CORRECTION_MARK`: "actually", "wait", "I mean", "warte", "其实", ...) that
+    replaces a value after "not" / "nicht" / "不是" ("... is Sunday at 11, not Saturday")
+    which ``text`` still holds ("Hamid booked a viewing for Saturday morning"). Only values a
+    later question asks about count: a number or a capitalised word (a day, a month, a
+    place, a name), or a Chinese one. Not when ``text`` negates the value ("not Saturday")
+    or also holds a new number or capitalised word of the correction before "not", one its
+    ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
+    Sunday"), nor when a user turn between says the value again (the correction is of that
+    turn). Shape: (str, list[str], str) -> str | None."""
+    words = {w.casefold() for w in _TOKEN.findall(text)}
+    before = {w.casefold() for w in _TOKEN.findall(premise_text)}
+    for k, turn in enumerate(later_user_turns):
+        for sentence in _SENTENCE_END.split(turn.replace("\u2019", "'")):
+            mark = _CORRECTION_MARK.search(sentence)
+            if not mark:
+                continue
+            for m in _CORRECTED.finditer(sentence, mark.end()):
+                old = (m.group(1) or "").strip(".:")
+                if m.group(2):
+                    hit = m.group(2) in text
+                    old = m.group(2)
+                else:
+                    hit = (old[:1].isdigit() or old[:1].isupper()) and old.casefold() in words
+                if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
+                    continue
+                new = [w for w in _TOKEN.findall(sentence[mark.end():m.start()])
+                       if (w[:1].isdigit() or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before]
+                if any(w.casefold() in words for w in new):
+                    continue
+                # a user turn in between says the value again: the correction is of that one
+                if any(_says_value(old, t) for t in later_user_turns[:k]):
+                    continue
+                return old
+    return None
+
+
+_CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
+
+
+def _says_value(value: str, turn_text: str) -> bool:
+    if not value.isascii() and not value.isalnum():
+        return value in turn_text
+    return value.casefold() in {w.casefold() for w in _TOKEN.findall(turn_text)} or (
+        not value.isascii() and value in turn_text)
+
+
 # a feeling and the words for it, adjective or noun ("proud" / "pride")
 _FEELING_FORMS = tuple(frozenset(g.split()) for g in (
     "proud pride", "excited excitement exciting", "happy happiness", "grateful gratitude thankful",
@@ -2153,7 +2220,7 @@ def said_of_it(text: str, user_name: str, turn_text: str) -> bool:
     1 wrong memory (HaluMem user3 s6), no other label, of the 1,516 labelled memories of
     ../shared/data and none of its 626 gold points (2026-12-06). Shape: str in, bool out."""
     turn_text = turn_text.replace("\u2019", "'")
-    if _NON_LATIN.search(turn_text):
+    if _non_latin(turn_text):
         return False
     pronoun = _PRONOUN_SUBJECT.match(text.strip())
     if pronoun:
@@ -2283,7 +2350,7 @@ def borrowed_from_other(text: str, user_name: str, turn_text: str, previous_othe
     "That charity race sounds great!" -> "User ran a charity race last Saturday"). Not when
     the user says it holds for them too ("Me too", "Same here"). ASCII turns only; False
     without a previous other turn."""
-    if not previous_other_turn or _NON_LATIN.search(turn_text + previous_other_turn):
+    if not previous_other_turn or _non_latin(turn_text + previous_other_turn):
         return False
     if _SAME_HERE.search(turn_text.replace("\u2019", "'")):
         return False
@@ -2319,7 +2386,7 @@ def remark_on_other_news(text: str, user_name: str, turn_text: str, previous_oth
     1 of LoCoMo's 346 dev observations with a user evidence turn, the user's praise of the
     other speaker (filler by the rubric). Latin-script turns only; False without a
     previous other turn or for an entry with no content word. Shape: str in, bool out."""
-    if not previous_other_turn or _NON_LATIN.search(turn_text + previous_other_turn):
+    if not previous_other_turn or _non_latin(turn_text + previous_other_turn):
         return False
     if _SAME_HERE.search(turn_text) or not predicate_words(text, user_name):
         return False
@@ -2358,7 +2425,7 @@ def cited_other_states_better(text: str, user_name: str, user_turns: Sequence[st
         return False
     users = [t.replace("\u2019", "'") for t in user_turns]
     others = [t.replace("\u2019", "'") for t in cited_other_turns]
-    if _NON_LATIN.search(" ".join(users + others)) or any(_SAME_HERE.search(t) for t in users):
+    if _non_latin(" ".join(users + others)) or any(_SAME_HERE.search(t) for t in users):
         return False
     own = [o for o in map(_own_news, others) if o.strip()]
     if not own:
@@ -2398,7 +2465,7 @@ def said_to_other(text: str, user_name: str, turn_text: str) -> bool:
     none of LoCoMo's 347 dev observations with an evidence turn). False for turns in scripts
     these rules do not read and for entries with no content word."""
     turn_text = turn_text.replace("\u2019", "'")
-    if _NON_LATIN.search(turn_text):
+    if _non_latin(turn_text):
         return False
     # a co-subject ("User and Kai had ...") is who the turn addresses, not what it states
     body = _strip_subject(text, user_name)
@@ -2445,7 +2512,7 @@ def _addressed(sentence: str) -> bool:
 def reads_english(text: str) -> bool:
     """``text`` is one these English rules read: no letters outside Latin scripts, and
     :func:`~promem_fast.timeparse.language_of` calls it English."""
-    return not any(c.isalpha() and ord(c) > 0x24F for c in text) and language_of(text) == "en"
+    return not _non_latin(text) and language_of(text) == "en"
 
 
 def own_statements(turn_text: str) -> str:
