@@ -2534,3 +2534,19 @@ def test_an_emoji_does_not_make_a_turn_foreign():
     assert screen.reads_english("Who are you 😂") is True
     assert screen.urged_only("Nora will give baby Ava a cuddle.", "Nora", "给 Ava 一个拥抱! And give baby Ava a cuddle!",
                              "") is False
+
+
+@pytest.mark.parametrize("entry, turn, previous, other", [
+    ("Nora is exhausted.", "Exhausted but fine. The surgery took six hours. I drove her home.",
+     "Oh no! How's your grandma doing?", True),
+    ("Nora is much better.", "Much better, thanks. Back at school on Monday.", "Is Dmitri okay now?", True),
+    # asked about the user, or about the user's own things; a subject opens the answer
+    ("Nora is exhausted.", "Exhausted but fine. Long week.", "How are you doing?", False),
+    ("Nora is exhausted.", "Exhausted, honestly. Too many deadlines.", "How's the job?", False),
+    ("Nora is exhausted.", "I'm exhausted. She's fine though.", "How's your grandma doing?", False),
+    ("Nora is exhausted.", "She's exhausted. I'm fine.", "How's your grandma doing?", False),
+    # the question is not the last thing the other side said
+    ("Nora is exhausted.", "Exhausted but fine.", "How's Dmitri? And how are you?", False),
+])
+def test_answered_of_other(entry, turn, previous, other):
+    assert screen.answered_of_other(entry, "Nora", turn, previous) is other

@@ -2102,6 +2102,44 @@ def _says_value(value: str, turn_text: str) -> bool:
         not value.isascii() and value in turn_text)
 
 
+# the other side asks how someone else is ("How's Leila doing?", "Is your mum okay?")
+_ASKS_ABOUT_OTHER = re.compile(
+    r"(?:\bhow(?:'s|\s+is|\s+was)\s+|(?:^|[.!?]\s+)(?:is|was)\s+)"
+    r"(?:(?:your|ur|his|her|their|the)\s+(?:\w+\s+)?(?P<role>\w+)|(?P<name>(?-i:[A-Z][\w'-]+)))"
+    r"(?:\s+(?:doing|feeling|holding up|getting on|coping|ok|okay|alright|all right|now|today))*\s*\?", re.I)
+# a role that is no person ("How's the job?", "Is your knee ok?") is asked of the user's own life
+_NOT_PERSON = frozenset("""job work day week weekend trip move flat house apartment place studio shop store business
+project knee back leg arm foot head health interview exam test class course car new what everything things life""".split())
+
+
+def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
+    """True when ``turn_text`` states ``text`` only in its first sentence, a subjectless
+    answer ("Tired but really happy.") to the other side's question about someone else
+    ("How's Leila doing?"): the answer is about Leila, not the user ("Tariq is tired").
+    The first sentence has no first-person word and opens with no subject (no pronoun, no
+    name); the question names a person or a person by role ("your mum"), not the user's
+    own things ("How's the job?"). English only. Shape: (str, str, str, str) -> bool."""
+    if not previous_other_turn or not reads_english(turn_text):
+        return False
+    q = None
+    for m in _ASKS_ABOUT_OTHER.finditer(previous_other_turn.replace("\u2019", "'")):
+        q = m
+    if q is None or (q.group("role") or "").lower() in _NOT_PERSON:
+        return False
+    if previous_other_turn[q.end():].strip():
+        return False  # the question is not the last thing said: the answer may be to the rest
+    sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())
+    toks = [t.lower() for t in _TOKEN.findall(sents[0])]
+    while toks and toks[0] in _INTERJECTIONS:
+        toks = toks[1:]
+    if not toks or set(toks) & _FIRST_PERSON or toks[0] in _OTHER_SUBJECT or toks[0] in _THING_SUBJECT:
+        return False
+    first_raw = [t for t in _TOKEN.findall(sents[0]) if t.lower() not in _INTERJECTIONS]
+    if first_raw and first_raw[0][:1].isupper() and not getAllLemmas(first_raw[0].lower()):
+        return False  # opens with a name: a subject
+    return _stated_only_in_what_goes(text, user_name, turn_text, " ".join(sents[1:]))
+
+
 # a feeling and the words for it, adjective or noun ("proud" / "pride")
 _FEELING_FORMS = tuple(frozenset(g.split()) for g in (
     "proud pride", "excited excitement exciting", "happy happiness", "grateful gratitude thankful",
