@@ -284,6 +284,11 @@ def test_a_demonstrative_with_a_stand_in_noun_names_nothing(text, turn, word):
     ("These are Nora's favourite books: Dune and Emma.", None),
     ("That's why Nora quit her job.", None),
     ("It was 2019 when Nora moved to Oslo.", None),
+    # an entry that ends on a bare pointer and says little else
+    ("Nora opened with that.", "that"),
+    ("Nora really loves it!", "it"),
+    ("Nora adopted a cat named Miso and loves it.", None),
+    ("Nora finally sold the old piano and bought a keyboard to replace it.", None),
 ])
 def test_an_entry_whose_subject_is_a_bare_this_names_nothing(text, word):
     assert screen.placeholder_object(text, "Nora", "I think this will help me a lot.") == word
