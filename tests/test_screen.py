@@ -288,6 +288,7 @@ def test_a_demonstrative_with_a_stand_in_noun_names_nothing(text, turn, word):
     ("Nora opened with that.", "that"),
     ("Nora really loves it!", "it"),
     ("Nora adopted a cat named Miso and loves it.", None),
+    ("Nora got a puppy and adores it.", None),
     ("Nora finally sold the old piano and bought a keyboard to replace it.", None),
 ])
 def test_an_entry_whose_subject_is_a_bare_this_names_nothing(text, word):
@@ -2468,6 +2469,9 @@ async def test_a_fragment_with_only_function_words_at_its_sentence_starts_is_dis
     ("Nora is engaged.", "Engaged! Theo asked on the beach.", "", False),
     ("Nora keeps going after her dreams.", "Thanks! Keep going after your dreams!", "", False),
     ("Nora's new flat has great natural light.", "It's near the park. Plus the natural light!", "", False),
+    # the user's own news said without a verb: no reaction word, nothing of the turn before
+    ("Nora is pregnant.", "Pregnant! Due in March.", "Hi Nora, you said you had news.", False),
+    ("Nora is finally home in Berlin.", "Finally home in Berlin! The flight was awful.", "How was the trip?", False),
     # a name and an interjection say nothing; the entry also stated in the rest of the turn
     ("Nora talked with Ana about her move.", "Yeah, Ana! I told you about my move.", "", False),
     ("Nora thinks the poor harvest hurt Dmitri's farm.", "Poor Dmitri! The harvest hurt his farm a lot.", "", False),
@@ -2512,6 +2516,13 @@ async def test_a_rewrite_in_the_turns_language_takes_no_first_person_word_from_i
     ("Nora has a cat.", ["Actually it's a cat, not a dog."], None),
     ("Nora moved the viewing from Saturday to Sunday.", ["Actually the viewing is Sunday, not Saturday."], None),
     ("Nora's viewing is not on Saturday.", ["Actually the viewing is Sunday, not Saturday."], None),
+    # no correction: a mark inside the sentence, a question, a plain negation, a contrast
+    ("Nora is flying to Munich on Friday.", ["At the moment I'm still at home, not in Munich yet."], None),
+    ("Nora went to Spain last summer.", ["Can't wait for Italy, not Spain this time!"], None),
+    ("Nora's party is on Sunday.", ["Wait, is the party Saturday, not Sunday?"], None),
+    ("Nora fährt mit dem Auto zur Arbeit.", ["Eigentlich will ich nicht Auto fahren, aber es geht nicht anders."], None),
+    ("Nora visited Paris.", ["Actually my favourite part was Rome, not Paris."], None),
+    ("王芳的签证有问题。", ["其实签证不是问题，机票才是。"], None),
     # a user turn in between says the value again: the correction is of that turn
     ("Nora plays football on Saturday.", ["The viewing is Saturday.", "Wait, actually it's Sunday, not Saturday."],
      None),
@@ -2550,6 +2561,10 @@ def test_an_emoji_does_not_make_a_turn_foreign():
     ("Nora is exhausted.", "Exhausted, honestly. Too many deadlines.", "How's the job?", False),
     ("Nora is exhausted.", "I'm exhausted. She's fine though.", "How's your grandma doing?", False),
     ("Nora is exhausted.", "She's exhausted. I'm fine.", "How's your grandma doing?", False),
+    # the user's own things, a place, not a person
+    ("Nora is exhausted.", "Exhausted but fine.", "How's your knee doing?", False),
+    ("Nora is exhausted.", "Exhausted but fine.", "How's your thesis going?", False),
+    ("Nora loved Lisbon.", "Loved it, honestly. Back to work Monday.", "How was Lisbon?", False),
     # the question is not the last thing the other side said
     ("Nora is exhausted.", "Exhausted but fine.", "How's Dmitri? And how are you?", False),
 ])

@@ -897,5 +897,12 @@ def test_third_person_leaves_what_a_fact_quotes_to_its_speaker():
         'Omar loves the novel "Remember Me" and Omar\'s sister gave it to him.')
     assert third_person("Omar's landlord said “it's not my problem”.", "Omar") == (
         "Omar's landlord said “it's not my problem”.")
-    # a quote alone does not make a copy a fact: no name opens it
-    assert third_person('"I love my dog," Omar said.', "Omar") is None
+    # first-person words only inside quotes or titles leave the fact as it is
+    assert third_person('"I love my dog," Omar said.', "Omar") == '"I love my dog," Omar said.'
+    assert third_person("Omars Lieblingsfilm ist 'Me Before You'.", "Omar") == "Omars Lieblingsfilm ist 'Me Before You'."
+    assert third_person("王芳喜欢电影《我不是药神》，她看了三遍。", "王芳") == "王芳喜欢电影《我不是药神》，她看了三遍。"
+    assert third_person("Greta liest gerade »Hilf mir, Herr«.", "Greta") == "Greta liest gerade »Hilf mir, Herr«."
+    # "meinen" before a comma is the verb "to think"; a longer name is not the user's
+    assert third_person("Gretas Eltern meinen, die Wohnung sei zu teuer.", "Greta") == (
+        "Gretas Eltern meinen, die Wohnung sei zu teuer.")
+    assert third_person("Gretchen hilft mir beim Umzug.", "Greta") is None

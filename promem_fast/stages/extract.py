@@ -97,9 +97,10 @@ def copies_dialogue_line(text: str) -> bool:
 # language needs agreement with a name in the object or possessive slot: "我" -> "李娜",
 # "mir" / "mich" -> "Miriam", "mein(e|em|en|er|es)" -> "Miriams". "ich" needs its verb
 # changed and "我们" / "wir" / "uns" / "unser..." name others: a copy.
-_ZH_FIRST = re.compile(r"(?<!自)我")  # not "自我" (self)
+_ZH_FIRST = re.compile(r"(?<![自忘唯敌])我")  # not "自我" (self), "忘我", "唯我", "敌我"
 _ZH_FIRST_PLURAL = re.compile(r"我们|咱们|咱")
-_DE_FIRST_SINGULAR = re.compile(r"\b(?:mir|mich|mein(?:e|em|en|er|es)?)\b")
+# "meinen" / "meine" before a comma, "dass" or the end is the verb ("Seine Eltern meinen, ...")
+_DE_FIRST_SINGULAR = re.compile(r"\b(?:mir|mich|mein(?:e|em|en|er|es)?\b(?!\s*(?:[,:]|dass\b|$)))\b")
 _DE_FIRST_COPY = re.compile(r"\b(?:[Ii]ch|[Ww]ir|[Uu]ns|[Uu]nser\w*)\b")
 
 
@@ -119,8 +120,12 @@ def _opens_with(text: str, name: str, genitive_s: bool) -> bool:
     if text[: len(name)].casefold() != name.casefold():
         return False
     rest = text[len(name):]
-    return (not name.isascii() or not rest[:1].isalnum()
+    return (not rest[:1].isalnum() or _is_cjk(name[-1:])
             or (genitive_s and rest[:1] == "s" and not rest[1:2].isalnum()))
+
+
+def _is_cjk(ch: str) -> bool:
+    return bool(ch) and "\u3400" <= ch <= "\u9fff"
 
 
 def third_person(text: str, user_name: str) -> Optional[str]:
@@ -136,29 +141,31 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     "mein..." -> its genitive ("Miriams"); "我们", "ich", "wir", "uns", "unser..." make a copy
     (issue 16 item 5: seen on benchmarks/unseen li_na.zh.json and miriam.de.json).
     """
-    english = bool(_FIRST_PERSON.search(text))
-    if not english and not _other_first_person(text):
-        return text
-    first = (user_name.split() or [""])[0]
-    opens = [w for w in (user_name, first) if w and w.lower() != "user"]
-    if not any(_opens_with(text, w, genitive_s=not english) for w in opens):
-        return None
-    # what the fact quotes keeps its speaker's words: "she said 'I'm not driving it'" is
-    # hers, not the user's; the rest is repaired with the quotes held aside
+    # what the fact quotes keeps its speaker's words ("she said 'I'm not driving it'" is
+    # hers, "Never Let Me Go" a title): the rest is read and repaired with the quotes aside
     quotes: list[str] = []
 
     def hide(m: re.Match) -> str:
         quotes.append(m.group())
         return f"\x00{len(quotes) - 1}\x00"
 
-    out = _repair_first_person(_FACT_QUOTE.sub(hide, text), user_name, english)
+    bare = _FACT_QUOTE.sub(hide, text)
+    english = bool(_FIRST_PERSON.search(bare))
+    if not english and not _other_first_person(bare):
+        return text
+    first = (user_name.split() or [""])[0]
+    opens = [w for w in (user_name, first) if w and w.lower() != "user"]
+    if not any(_opens_with(text, w, genitive_s=not english) for w in opens):
+        return None
+    out = _repair_first_person(bare, user_name, english)
     return None if out is None else re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out)
 
 
-# a quotation inside a fact: "...", “...”, «...», 「...」, or '...' whose inner apostrophes sit
-# between letters ("'I'm not driving anything I can't park'")
+# a quotation or title inside a fact: "...", “...”, „...“, «...», »...«, ‚...‘, 「...」, 《...》,
+# or '...' whose inner apostrophes sit between letters ("'I'm not driving anything I can't park'")
 _FACT_QUOTE = re.compile(r"\"[^\"\n]+\"|[\u201c\u201e][^\u201c\u201d\u201e\n]+[\u201d\u201c]|\u00ab[^\u00bb\n]+\u00bb|"
-                         r"[\u300c\u300e][^\u300d\u300f\n]+[\u300d\u300f]|"
+                         r"\u00bb[^\u00ab\n]+\u00ab|\u201a[^\u2018\n]+\u2018|"
+                         r"[\u300c\u300e\u300a\u3008][^\u300d\u300f\u300b\u3009\n]+[\u300d\u300f\u300b\u3009]|"
                          r"(?<!\w)['\u2018](?:[^'\u2018\u2019\n]|(?<=\w)['\u2019](?=\w))+?['\u2019](?!\w)")
 
 

@@ -369,7 +369,7 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
 
 
 # words that may open an imperative before its verb ("And give Noor a cuddle from me!")
-_IMPERATIVE_LEADS = frozenset("please and also just then but".split())
+_IMPERATIVE_LEADS = frozenset("please and".split())
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1055,9 +1055,10 @@ _DUMMY_SUBJECT_REST = re.compile(r"\b[A-Z][\w-]*'s\b|\d|\b(?:since|ago)\b|^\s*(?
 
 
 # An entry that ends on a bare pointer and says little else ("Yuki led with that.", "Gina
-# got this!"): what it points at is in a turn the entry does not carry.
+# got this!"): what it points at is in a turn the entry does not carry. Not after "and"
+# ("got a puppy and adores it": the pointer is the entry's own).
 _POINTING_END = re.compile(r"\b(that|this|it|them|those|these)\s*[.!]?\s*$", re.I)
-_POINTING_END_MAX_WORDS = 2
+_POINTING_END_MAX_WORDS = 1
 
 
 def _stand_in(text: str) -> Optional[str]:
@@ -1093,8 +1094,8 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
     subject is a bare "this", "that" or "it" with its verb (:data:`_POINTING_SUBJECT`:
     "This will be rewarding for Nora") returns that word: of 1,802 labelled memories it
     flags 3 fillers (2 the screen passed) and no correct one, and none of the 626 gold points.
-    An entry that ends on a bare pointer with at most two content words ("Yuki led with
-    that.") returns it: of the 1,357 labelled dev memories it flags 1 wrong one ("Gina got
+    An entry that ends on a bare pointer with at most one content word and no "and" ("Yuki
+    led with that.") returns it: of the 1,357 labelled dev memories it flags 1 wrong one ("Gina got
     this!"), no correct one and no gold observation."""
     body = _strip_subject(text, user_name)
     if not any(c.isalpha() and not c.isascii() for c in turn_text):
@@ -1109,7 +1110,7 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
         if not (_DUMMY_SUBJECT_REST.search(rest) or _DATE_EXPR.search(rest)):
             return pointing.group(1).lower()
     end = _POINTING_END.search(entry)
-    if end and len(predicate_words(body, user_name)) <= _POINTING_END_MAX_WORDS:
+    if end and not re.search(r"\band\b", entry, re.I) and len(predicate_words(body, user_name)) <= _POINTING_END_MAX_WORDS:
         return end.group(1).lower()
     return _stand_in(body)
 
@@ -2030,49 +2031,80 @@ def _verbless_exclamation(sentence: str) -> bool:
         if verb and ("ADJ" in lemmas and t.endswith("ed")
                      or "ADJ" not in lemmas and (first or t not in verb or "NOUN" not in lemmas)):
             return False  # "Engaged!", "Keep going!" (a bare verb first), "Sounds great!", "Got it!"
-        says = says or first or not raw[:1].isupper()
+        # a capitalised word outside the lexicon is a name, even first ("Yeah, Caroline!")
+        says = says or t in _REACTION_WORDS or not raw[:1].isupper() or (first and bool(lemmas))
         first = False
     return says
 
 
+# words that open a reaction to someone's news ("Poor Lukas!", "Congrats, Ana!", "Lucky you!")
+_REACTION_WORDS = frozenset("""poor lucky congrats congratulations bravo yay hooray ugh bummer yikes what how such
+aw aww oh wow""".split())
+
+
+def _reacts_to(sentence: str, previous_other_turn: str) -> bool:
+    """The exclamation ``sentence`` reacts to the other side's turn before: it opens, after
+    interjections, with a reaction word (:data:`_REACTION_WORDS`), or one of its words other
+    than interjections is in that turn ("Poor Lukas!" after "My brother Lukas tore a
+    ligament"). "Pregnant! Due in March." after "You said you had news" is the user's own."""
+    toks = [t.lower() for t in _TOKEN.findall(sentence.replace("\u2019", "'"))]
+    words = [t for t in toks if t not in _INTERJECTIONS]
+    if words and words[0] in _REACTION_WORDS:
+        return True
+    before = {t.lower() for t in _TOKEN.findall(previous_other_turn.replace("\u2019", "'"))}
+    return any(t in before for t in words if len(t) > 2)
+
+
 def exclaimed_only(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
     """True when ``turn_text`` states ``text`` only in short verbless exclamations
-    (:func:`_verbless_exclamation`), the user's reaction to the other side's news: support
+    (:func:`_verbless_exclamation`) that react to the other side's turn before
+    (:func:`_reacts_to`), the user's reaction to the other side's news: support
     (:func:`support`) >= :data:`MIN_SUPPORT` in the turn and none of the entry's words in the
-    rest of it. "Poor Lukas! Is he still in Vienna?" -> "Ines says Lukas is poor"; "Busy
-    April! Are they coming for the race?" -> "Tom is busy April". Not when the other side's
-    turn before ends in a question: "Tokyo!" then answers it. English turns only. Shape:
-    (str, str, str, str) -> bool."""
+    rest of it. "Poor Lukas! Is he still in Vienna?" -> "Ines says Lukas is poor";
+    "Congrats, almost-Doctor Oskar!" -> "Ines is almost-Doctor Oskar". Not when the other
+    side's turn before ends in a question: "Tokyo!" then answers it. English turns only.
+    Shape: (str, str, str, str) -> bool."""
     if not reads_english(turn_text):
         return False
     last = [x for x in _SENTENCE_END.split(previous_other_turn.strip()) if x.strip()]
     if last and _is_question(last[-1]):
         return False
     sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'"))
-    bare = [x for x in sents if not _verbless_exclamation(x)]
+    bare = [x for x in sents if not (_verbless_exclamation(x) and _reacts_to(x, previous_other_turn))]
     if len(bare) == len(sents):
         return False
     return support(text, user_name, turn_text) >= MIN_SUPPORT and support(text, user_name, " ".join(bare)) == 0
 
 
 # A correction the user makes later in the session ("Oh wait, actually the viewing is Sunday
-# at 11, not Saturday", "Ah warte, es sind 26, nicht 24", "是周五，不是周四"): a sentence with
-# a correction mark, and the corrected value after "not" / "nicht" / "不是".
-_CORRECTION_MARK = re.compile(
-    r"\b(?:actually|wait|sorry|I mean|I meant|correction|scratch that|my mistake|my bad|re-?read|double-checked|"
-    r"eigentlich|warte|Moment|Korrektur|Quatsch)\b|其实|不对|更正|说错", re.I)
-_CORRECTED = re.compile(r"[,;\s]\s*(?:not|nicht|statt|instead of|rather than)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?"
-                        r"([\w.:]+)|不是([\u4e00-\u9fff\d]{1,4})", re.I)
+# at 11, not Saturday", "Ah warte, es sind 26, nicht 24", "不对，是周五，不是周四"): a
+# statement that opens, after interjections, with a correction mark, and the corrected
+# value between a comma or dash and "not" / "nicht" / "不是" and the clause's end. A strong
+# mark ("wait", "sorry", "I meant", "warte", "不对") may correct any value; "actually",
+# "eigentlich", "其实" also open plain contrasts ("Actually my favourite was Rome, not Paris"),
+# so after them only a number, a weekday or a month counts.
+_STRONG_MARK = (r"wait|sorry|I mean|I meant|correction|scratch that|my mistake|my bad|I (?:just )?re-?read\b.*?|"
+                r"I (?:just )?double-checked\b.*?|(?:ach |ah )?warte|(?-i:Moment)|Korrektur|不对|更正|说错了?")
+_WEAK_MARK = r"actually|eigentlich|其实"
+_CORRECTION_OPEN = re.compile(
+    r"^\W*(?:(?:oh|ah|ach|um|uh|hm+|ok|okay|no|nein|oops|and|but|und)\b\W*)*"
+    rf"(?:(?P<strong>{_STRONG_MARK})|(?P<weak>{_WEAK_MARK}))(?:\b|(?<=[\u4e00-\u9fff]))", re.I)
+_CORRECTED = re.compile(
+    r"(?:[,;]|\s[-\u2013\u2014])\s*(?:not|nicht)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?([\w.:]+?)"
+    r"(?=\s*(?:[,;.!?)\u2013\u2014]|\s-\s|$))|"
+    r"[，,]\s*不是((?:周|星期|礼拜)[一二三四五六日天]|[\d一二三四五六七八九十两]+(?:号|日|点|月|天|个|块|元|万)?)",
+    re.I)
 
 
 def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: str = "") -> Optional[str]:
     """The value of ``text`` that one of ``later_user_turns`` (the user's turns after the
-    entry's premise turn, in order) corrects, or None: a sentence with a correction mark
-    (:data:`_CORRECTION_MARK`: "actually", "wait", "I mean", "warte", "其实", ...) that
-    replaces a value after "not" / "nicht" / "不是" ("... is Sunday at 11, not Saturday")
-    which ``text`` still holds ("Hamid booked a viewing for Saturday morning"). Only values a
-    later question asks about count: a number or a capitalised word (a day, a month, a
-    place, a name), or a Chinese one. Not when ``text`` negates the value ("not Saturday")
+    entry's premise turn, in order) corrects, or None: a statement opening with a correction
+    mark (:data:`_CORRECTION_OPEN`: "Oh wait", "Sorry, I meant", "Ah warte", "不对", ...)
+    that replaces a value after ", not" / ", nicht" / "，不是" ("... is Sunday at 11, not
+    Saturday") which ``text`` still holds ("Hamid booked a viewing for Saturday morning").
+    Only values a later question asks about count: a number or a capitalised word (a day, a
+    month, a place, a name; after "actually" a number, a weekday or a month only), or a
+    Chinese weekday, date, time or amount. Not when ``text`` negates the value ("not Saturday")
     or also holds a new number or capitalised word of the correction before "not", one its
     ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
     Sunday"), nor when a user turn between says the value again (the correction is of that
@@ -2081,14 +2113,16 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     before = {w.casefold() for w in _TOKEN.findall(premise_text)}
     for k, turn in enumerate(later_user_turns):
         for sentence in _SENTENCE_END.split(turn.replace("\u2019", "'")):
-            mark = _CORRECTION_MARK.search(sentence)
-            if not mark:
+            mark = _CORRECTION_OPEN.match(sentence)
+            if not mark or _is_question(sentence):
                 continue
             for m in _CORRECTED.finditer(sentence, mark.end()):
                 old = (m.group(1) or "").strip(".:")
                 if m.group(2):
                     hit = m.group(2) in text
                     old = m.group(2)
+                elif mark.group("weak") and not (old[:1].isdigit() or old.casefold() in _CALENDAR_WORDS):
+                    continue  # "Actually I prefer Python, not Java": a contrast
                 else:
                     hit = (old[:1].isdigit() or old[:1].isupper()) and old.casefold() in words
                 if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
@@ -2108,20 +2142,19 @@ _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
 
 
 def _says_value(value: str, turn_text: str) -> bool:
-    if not value.isascii() and not value.isalnum():
-        return value in turn_text
-    return value.casefold() in {w.casefold() for w in _TOKEN.findall(turn_text)} or (
-        not value.isascii() and value in turn_text)
+    if not value.isascii():
+        return value in turn_text  # a Chinese value has no spaces around it
+    return value.casefold() in {w.casefold() for w in _TOKEN.findall(turn_text)}
 
 
-# the other side asks how someone else is ("How's Leila doing?", "Is your mum okay?")
+# the other side asks how someone else is: "How's Leila doing?", "How is your mum?", "Is
+# your dad okay?" A name must come with a person's state ("How was Lisbon?" asks of a trip);
+# a role must be a person's (:data:`_PERSON_ROLE`: "How's your knee?" asks of the user).
+_WHO = r"(?:(?P<det>your|ur|his|her|their)\s+(?:\w+\s+)??(?P<role>\w+)|(?P<name>(?-i:[A-Z][\w'-]+)))"
+_PERSON_STATE = r"doing|feeling|holding up|getting on|coping|ok|okay|alright|all right|better|feeling better"
 _ASKS_ABOUT_OTHER = re.compile(
-    r"(?:\bhow(?:'s|\s+is|\s+was)\s+|(?:^|[.!?]\s+)(?:is|was)\s+)"
-    r"(?:(?:your|ur|his|her|their|the)\s+(?:\w+\s+)?(?P<role>\w+)|(?P<name>(?-i:[A-Z][\w'-]+)))"
-    r"(?:\s+(?:doing|feeling|holding up|getting on|coping|ok|okay|alright|all right|now|today))*\s*\?", re.I)
-# a role that is no person ("How's the job?", "Is your knee ok?") is asked of the user's own life
-_NOT_PERSON = frozenset("""job work day week weekend trip move flat house apartment place studio shop store business
-project knee back leg arm foot head health interview exam test class course car new what everything things life""".split())
+    rf"(?:\bhow(?:'s|\s+is|\s+was)|(?:^|(?<=[.!?,]\s))(?:and\s+)?(?:is|was))\s+{_WHO}(?P<state>\s+(?:{_PERSON_STATE}))?"
+    r"(?:\s+(?:now|today|these days|after all that))?\s*\?+\s*$", re.I)
 
 
 def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
@@ -2129,17 +2162,19 @@ def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_
     answer ("Tired but really happy.") to the other side's question about someone else
     ("How's Leila doing?"): the answer is about Leila, not the user ("Tariq is tired").
     The first sentence has no first-person word and opens with no subject (no pronoun, no
-    name); the question names a person or a person by role ("your mum"), not the user's
-    own things ("How's the job?"). English only. Shape: (str, str, str, str) -> bool."""
+    name); the other side's last sentence asks of a person by role ("How's your mum?") or by
+    name with a person's state ("Is Dmitri okay?"), not of the user's own things ("How's
+    your knee doing?", "How was Lisbon?"). English only. Shape: (str, str, str, str) -> bool."""
     if not previous_other_turn or not reads_english(turn_text):
         return False
-    q = None
-    for m in _ASKS_ABOUT_OTHER.finditer(previous_other_turn.replace("\u2019", "'")):
-        q = m
-    if q is None or (q.group("role") or "").lower() in _NOT_PERSON:
+    last = [x for x in _SENTENCE_END.split(previous_other_turn.replace("\u2019", "'").strip()) if x.strip()]
+    q = _ASKS_ABOUT_OTHER.search(last[-1]) if last else None
+    if q is None:
         return False
-    if previous_other_turn[q.end():].strip():
-        return False  # the question is not the last thing said: the answer may be to the rest
+    if q.group("role") is not None and not _PERSON_ROLE.fullmatch(q.group("role")):
+        return False  # "How's your knee doing?", "How's the job going?"
+    if q.group("name") is not None and not q.group("state"):
+        return False  # "How was Lisbon?"
     sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())
     toks = [t.lower() for t in _TOKEN.findall(sents[0])]
     while toks and toks[0] in _INTERJECTIONS:
