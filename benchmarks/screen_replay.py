@@ -58,6 +58,7 @@ def _rules() -> dict:
         "urged_only": lambda m: bool(m["turn"]) and screen.urged_only(m["text"], m["user"], m["turn"], m["previous"]),
         "answered_of_other": lambda m: bool(m["turn"]) and screen.answered_of_other(
             m["text"], m["user"], m["turn"], m["previous"]),
+        "named_other": lambda m: screen.named_other(m["text"], m["user"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),

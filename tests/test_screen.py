@@ -2570,3 +2570,21 @@ def test_an_emoji_does_not_make_a_turn_foreign():
 ])
 def test_answered_of_other(entry, turn, previous, other):
     assert screen.answered_of_other(entry, "Nora", turn, previous) is other
+
+
+def test_an_entry_that_names_the_user_as_someone_else_is_about_that_one():
+    assert screen.named_other("Nora is a retired racing greyhound named Pickle.", "Nora") is True
+    assert screen.named_other("Nora is the new barista called Tom at the cafe.", "Nora") is True
+    # a possession, or the user's own name
+    assert screen.named_other("Nora has a retired racing greyhound named Pickle.", "Nora") is False
+    assert screen.named_other("Nora is a nurse named Nora Diaz on the ward rota.", "Nora Diaz") is False
+
+
+def test_a_time_before_the_subject_is_read_after_it():
+    assert screen.time_last("Yesterday, Nora ran away from a paper bag.") == "Nora ran away from a paper bag yesterday."
+    assert screen.time_last("Three weeks ago, Nora's mother broke her hip.") == (
+        "Nora's mother broke her hip three weeks ago.")
+    assert screen.time_last("Nora ran away.") == "Nora ran away."
+    # the pet's act, told with a time first, is not stored as the user's
+    turn = "Pickle is a greyhound and he's scared of everything. Yesterday he ran away from a paper bag."
+    assert screen.subject_clash(screen.time_last("Yesterday, Nora ran away from a paper bag."), "Nora", turn, "")

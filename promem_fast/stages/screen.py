@@ -1512,6 +1512,39 @@ def _form_pattern(form: str) -> re.Pattern:
     return re.compile(r"(?<![a-z0-9])" + re.escape(form) + r"(?![a-z'])")  # "won", not "won't"
 
 
+# a time before the subject ("Yesterday, Nikhil ran away from a paper bag")
+_LEAD_TIME = re.compile(
+    r"^(?:yesterday|today|tonight|tomorrow|recently|earlier|lately|later|(?:last|next|this)\s+\w+|"
+    r"(?:on|in|at|by|since|after|before)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?|\w+\s+(?:days?|weeks?|months?|years?)\s+ago)"
+    r"\s*,\s*(?=[A-Z])", re.I)
+
+
+def named_other(text: str, user_name: str) -> bool:
+    """True when the entry says the user is "a/an ... named / called <Name>" and Name is not
+    the user's: "Nikhil is a retired racing greyhound named Biscuit" (the turn's "Biscuit is
+    a retired racing greyhound"). What it describes is Biscuit, not the user. "Nikhil has a
+    greyhound named Biscuit" (a possession) is left alone. Shape: (str, str) -> bool."""
+    body = _strip_subject(text, user_name)
+    if body == text.strip():
+        return False
+    m = re.match(r"(?:is|was|'s)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,5}?(?:named|called)\s+([A-Z][\w'-]*)", body)
+    return bool(m) and m.group(1).casefold() not in _speaker_name_words(user_name)
+
+
+def time_last(text: str) -> str:
+    """``text`` with a time that opens it moved to its end, for the rules that read the
+    subject first: "Yesterday, Nikhil ran away from a paper bag." -> "Nikhil ran away from a
+    paper bag yesterday." Anything else as it is."""
+    t = text.strip()
+    m = _LEAD_TIME.match(t)
+    if not m:
+        return text
+    lead = t[: m.end()].rstrip(" ,")
+    rest = t[m.end():]
+    stop = rest[-1] if rest[-1:] in ".!?" else ""
+    return f"{rest.rstrip('.!?')} {lead[:1].lower()}{lead[1:]}{stop}"
+
+
 def _strip_subject(text: str, user_name: str) -> str:
     """``text`` without a leading user name / "User" (the predicate)."""
     t = text.strip()

@@ -65,6 +65,7 @@ EXHORTED_REASON = "a collective exhortation ('we can ...') stated as the user's 
 PLANNED_REASON = "a plan of the user's ('I'll ask her') stored as done"
 HEDGED_REASON = "a possibility the user named ('I might apply') stored as certain"
 EXCLAIMED_REASON = "a reaction put as a bare exclamation ('Poor Lukas!', 'Busy April!'), not a fact"
+NAMED_OTHER_REASON = "calls the user by another name ('Nikhil is a greyhound named Biscuit'): about that one, not the user"
 ANSWERED_REASON = "answers the other side's question about someone else ('How's Leila?' - 'Tired but happy'), not of the user"
 CORRECTED_REASON = "holds a value the user corrected later in the session ('Sunday at 11, not Saturday')"
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
@@ -375,7 +376,7 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
             REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON,
             FEELING_OF_OTHER_REASON, PLANNED_REASON, HEDGED_REASON, EXCLAIMED_REASON,
-            CORRECTED_REASON, ANSWERED_REASON)
+            CORRECTED_REASON, ANSWERED_REASON, NAMED_OTHER_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -390,6 +391,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     :func:`.extract.parse_facts` rejects extracted facts (:func:`.extract.half_translated`)."""
     name = state.user_name
     previous = _previous_other(state, turn)
+    text = screen.time_last(text)  # "Yesterday, Nikhil ran ..." read with its subject first
     # an adjudicator's revision or an atomic fact; against every turn, as for a fact that
     # cites none (an entry may paraphrase another turn of a bilingual session)
     if half_translated(state, text, state.session.turns):
@@ -423,6 +425,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return EXCLAIMED_REASON
     if screen.answered_of_other(text, name, turn.content, previous):
         return ANSWERED_REASON
+    if screen.named_other(text, name):
+        return NAMED_OTHER_REASON
     pos = state.turn_pos.get(turn.turn_id, -1)
     value = screen.corrected_later(text, [t.content for t in state.user_text_turns
                                           if state.turn_pos.get(t.turn_id, -1) > pos], turn.content)
