@@ -59,6 +59,7 @@ def _rules() -> dict:
         "answered_of_other": lambda m: bool(m["turn"]) and screen.answered_of_other(
             m["text"], m["user"], m["turn"], m["previous"]),
         "named_other": lambda m: screen.named_other(m["text"], m["user"]),
+        "owner_added": lambda m: bool(m["turn"]) and screen.owner_added(m["text"], m["user"], m["turn"], m["user_turns"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),

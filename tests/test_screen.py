@@ -2588,3 +2588,16 @@ def test_a_time_before_the_subject_is_read_after_it():
     # the pet's act, told with a time first, is not stored as the user's
     turn = "Pickle is a greyhound and he's scared of everything. Yesterday he ran away from a paper bag."
     assert screen.subject_clash(screen.time_last("Yesterday, Nora ran away from a paper bag."), "Nora", turn, "")
+
+
+@pytest.mark.parametrize("entry, turn, added", [
+    # "the ..." in a sentence about someone else ("she"), or right after one that opens with "she"
+    ("Nora's kitchen is downstairs.", "He's 90 and lives alone in Leeds. The kitchen is downstairs.", True),
+    ("Nora's vet changed the diet.", "She's 14 and slow, the vet changed the diet last month.", True),
+    # the user's own: first person in the sentence, "my" elsewhere, or no third person at all
+    ("Nora's kitchen is downstairs.", "He's 90. The kitchen is downstairs, I moved it.", False),
+    ("Nora's kitchen is downstairs.", "He's 90 and lives alone. The kitchen is downstairs. My kitchen is tiny.", False),
+    ("Nora's store is doing great.", "The store is doing great, it's a wild ride!", False),
+])
+def test_owner_added(entry, turn, added):
+    assert screen.owner_added(entry, "Nora", turn, [turn]) is added

@@ -681,6 +681,53 @@ def unstated_age(text: str, turn_text: str, previous_other_turn: str = "") -> bo
 _OWNER = re.compile(r"\b[A-Z][\w-]*'s\b")
 
 
+def _user_owned_nouns(text: str, user_name: str) -> list[str]:
+    """The nouns the entry gives the user: "<user>'s [one word] noun", by the whole name or
+    its first word, lower case."""
+    out = []
+    for n in {user_name, (user_name.split() or [""])[0]} - {""}:
+        for m in re.finditer(rf"\b{re.escape(n)}['\u2019]s\s+(?:[\w-]+\s+)??([a-z][\w-]*)\b", text):
+            out.append(m.group(1))
+    return out
+
+
+_THIRD_SUBJECTS = frozenset("she he they she's he's they're they've".split())
+
+
+def owner_added(text: str, user_name: str, turn_text: str, user_turns: Sequence[str]) -> bool:
+    """True when the entry gives the user ("Grace's bedroom", "Grace's physio") a thing that
+    ``turn_text`` names only with "the", in a sentence with no first-person word that tells
+    of someone else: "she" / "he" / "they" in it ("The physio says she can manage a few
+    steps"), or opening the sentence before ("She's 84 and lives on her own ... The bedroom
+    and the only toilet are upstairs"). No user turn of ``user_turns`` may call it "my" /
+    "our" / "<user>'s" anything. English turns only. Shape: (str, str, str, list[str]) -> bool."""
+    if not reads_english(turn_text):
+        return False
+    turn = turn_text.replace("\u2019", "'")
+    mine = " ".join(user_turns).replace("\u2019", "'")
+    names = _speaker_name_words(user_name)
+    sents = _SENTENCE_END.split(turn)
+    for noun in _user_owned_nouns(text, user_name):
+        word = re.escape(re.sub(r"(?:es|s)$", "", noun)) + r"(?:e?s)?\b"
+        if re.search(rf"\b(?:my|our|mine)\s+(?:[\w-]+\s+){{0,3}}?{word}", mine, re.I) or any(
+                re.search(rf"\b{re.escape(n)}'s\s+(?:[\w-]+\s+){{0,2}}?{word}", mine, re.I) for n in names):
+            continue
+        said = [i for i, x in enumerate(sents) if re.search(rf"\b{word}", x, re.I)]
+        if not said or any(not re.search(rf"\bthe\s+(?:[\w-]+\s+){{0,2}}?{word}", sents[i], re.I) for i in said):
+            continue  # the turn says it without "the" somewhere ("a bedroom", "bedrooms")
+        for i in said:
+            toks = [t.lower() for t in _TOKEN.findall(sents[i])]
+            if set(toks) & _FIRST_PERSON:
+                break
+            before = [t.lower() for t in _TOKEN.findall(sents[i - 1])] if i else []
+            if not (set(toks) & _THIRD_SUBJECTS or (before[:1] and before[0] in _THIRD_SUBJECTS
+                                                     and not set(before) & _FIRST_PERSON)):
+                break
+        else:
+            return True
+    return False
+
+
 def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``text`` opens "<user>'s <noun> is|are|was|were|has|have|had ..." (at most two
     words before the noun), the turn never says "my" / "our" before that noun, and a sentence
