@@ -60,6 +60,7 @@ def _rules() -> dict:
             m["text"], m["user"], m["turn"], m["previous"]),
         "named_other": lambda m: screen.named_other(m["text"], m["user"]),
         "owner_added": lambda m: bool(m["turn"]) and screen.owner_added(m["text"], m["user"], m["turn"], m["user_turns"]),
+        "object_of_other": lambda m: bool(m["turn"]) and screen.object_of_other(m["text"], m["user"], m["turn"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),

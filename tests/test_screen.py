@@ -2601,3 +2601,15 @@ def test_a_time_before_the_subject_is_read_after_it():
 ])
 def test_owner_added(entry, turn, added):
     assert screen.owner_added(entry, "Nora", turn, [turn]) is added
+
+
+@pytest.mark.parametrize("entry, turn, other", [
+    ("The whole village is throwing Nora a party.", "Dad retires Friday and the whole village is throwing him a party.", True),
+    ("Her coach entered Nora in the race.", "Her coach entered her in the race, she is thrilled.", True),
+    # the turn does it to the user, or to both
+    ("Her boss promoted Nora last week.", "My boss promoted me last week!", False),
+    ("Her boss promoted Nora last week.", "My boss promoted me and him last week!", False),
+    ("Tom invited Nora to dinner.", "Tom invited us to dinner, and he invited them too.", False),
+])
+def test_object_of_other(entry, turn, other):
+    assert screen.object_of_other(entry, "Nora", turn) is other

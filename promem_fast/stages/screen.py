@@ -728,6 +728,28 @@ def owner_added(text: str, user_name: str, turn_text: str, user_turns: Sequence[
     return False
 
 
+def object_of_other(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry puts the user's name right after a verb ("The whole street is
+    throwing Ana a party") where ``turn_text`` has that verb only before "him" / "her" /
+    "them" ("the whole street is throwing him a party": her father), never before "me" /
+    "us" or the name. The act was done to someone else. English turns only. Shape: (str,
+    str, str) -> bool."""
+    if not reads_english(turn_text):
+        return False
+    turn = turn_text.replace("\u2019", "'")
+    for n in {user_name, (user_name.split() or [""])[0]} - {""}:
+        for m in re.finditer(rf"(?<=\s)([a-z]+)\s+{re.escape(n)}\b(?!['\u2019])", text):
+            lemmas = getAllLemmas(m.group(1), upos="VERB").get("VERB", ())
+            if not lemmas:
+                continue
+            forms = set().union(*(_verb_forms(x) for x in lemmas))
+            objects = [o.group(2).lower() for o in re.finditer(r"\b([a-z]+)\s+(?=([A-Za-z]+)\b)", turn)
+                       if o.group(1).lower() in forms]
+            if objects and all(o in ("him", "her", "them") for o in objects):
+                return True
+    return False
+
+
 def owner_swapped(text: str, user_name: str, turn_text: str) -> bool:
     """True when ``text`` opens "<user>'s <noun> is|are|was|were|has|have|had ..." (at most two
     words before the noun), the turn never says "my" / "our" before that noun, and a sentence

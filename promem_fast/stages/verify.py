@@ -66,6 +66,7 @@ PLANNED_REASON = "a plan of the user's ('I'll ask her') stored as done"
 HEDGED_REASON = "a possibility the user named ('I might apply') stored as certain"
 EXCLAIMED_REASON = "a reaction put as a bare exclamation ('Poor Lukas!', 'Busy April!'), not a fact"
 OWNER_ADDED_REASON = "gives the user what the turn says of someone else with 'the' ('The physio says she ...')"
+OBJECT_OF_OTHER_REASON = "puts the user where the turn has 'him' / 'her' ('throwing him a party' -> 'throwing Ana a party')"
 NAMED_OTHER_REASON = "calls the user by another name ('Nikhil is a greyhound named Biscuit'): about that one, not the user"
 ANSWERED_REASON = "answers the other side's question about someone else ('How's Leila?' - 'Tired but happy'), not of the user"
 CORRECTED_REASON = "holds a value the user corrected later in the session ('Sunday at 11, not Saturday')"
@@ -377,7 +378,8 @@ def _part_reasons(turn: Turn) -> tuple[str, ...]:
             PLACEHOLDER_REASON, NOT_SELF_REASON, REVERSED_FEELING_REASON, ADDRESSED_REASON, CITED_OTHER_REASON,
             REMARK_REASON, PRAISE_REASON, AGE_REASON, OWNER_REASON, PHRASE_REASON,
             FEELING_OF_OTHER_REASON, PLANNED_REASON, HEDGED_REASON, EXCLAIMED_REASON,
-            CORRECTED_REASON, ANSWERED_REASON, NAMED_OTHER_REASON, OWNER_ADDED_REASON)
+            CORRECTED_REASON, ANSWERED_REASON, NAMED_OTHER_REASON, OWNER_ADDED_REASON,
+            OBJECT_OF_OTHER_REASON)
 
 
 def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str],
@@ -430,6 +432,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return NAMED_OTHER_REASON
     if screen.owner_added(text, name, turn.content, state.user_turn_texts):
         return OWNER_ADDED_REASON
+    if screen.object_of_other(text, name, turn.content):
+        return OBJECT_OF_OTHER_REASON
     pos = state.turn_pos.get(turn.turn_id, -1)
     value = screen.corrected_later(text, [t.content for t in state.user_text_turns
                                           if state.turn_pos.get(t.turn_id, -1) > pos], turn.content)
