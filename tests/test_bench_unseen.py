@@ -23,7 +23,7 @@ def test_every_unseen_dialogue_loads_with_its_user():
     assert ids["li-na/session_1"] == "李娜" and ids["oskar-ines/session_1@Ines"] == "Ines"
     assert ids["yuki/session_2"] == "Yuki" and ids["tariq-sofie/session_1@Sofie"] == "Sofie"
     assert ids["chen-wei/session_1"] == "陈伟" and ids["nikhil-ana/session_1@Ana"] == "Ana"
-    assert len(ids) == len(sessions) == 24
+    assert len(ids) == len(sessions) == 28
     assert all(s.turns and all(t.timestamp for t in s.turns) for s in sessions)
 
 
@@ -44,7 +44,7 @@ def test_a_scripted_run_is_rescored_from_its_graphs_with_labels(tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
     (first,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     n_sessions = len(load_benchmark("bench_unseen").load_unseen())
-    assert n_sessions >= 24 and first["sessions"] == n_sessions and first["seconds_per_session"] is not None
+    assert n_sessions >= 28 and first["sessions"] == n_sessions and first["seconds_per_session"] is not None
     graphs = [json.loads(x) for x in (out / "graphs-one-off.jsonl").read_text().splitlines()]
     mems = [(g["session_id"], e["text"]) for g in graphs for e in g["events"]]
     assert len(mems) == first["memories"] > 0
