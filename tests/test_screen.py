@@ -2511,6 +2511,8 @@ async def test_a_rewrite_in_the_turns_language_takes_no_first_person_word_from_i
     ("Nora has a dentist appointment on the 14th.", ["Sorry, I meant the 15th, not the 14th."], "14th"),
     ("Nora plant das Essen für 30 Gäste.", ["Moment, es sind 32, nicht 30."], "30"),
     ("王芳周四去看牙医。", ["不对，是周五，不是周四。"], "周四"),
+    ("Nora started pottery classes three weeks ago.", ["Oh and sorry, I said three weeks ago, it's actually four."],
+     "three"),
     # no correction mark; a lower-case word; the entry tells of the change or negates the value
     ("Nora loves Porto.", ["I love Lisbon, not Porto."], None),
     ("Nora has a cat.", ["Actually it's a cat, not a dog."], None),
@@ -2522,6 +2524,8 @@ async def test_a_rewrite_in_the_turns_language_takes_no_first_person_word_from_i
     ("Nora's party is on Sunday.", ["Wait, is the party Saturday, not Sunday?"], None),
     ("Nora fährt mit dem Auto zur Arbeit.", ["Eigentlich will ich nicht Auto fahren, aber es geht nicht anders."], None),
     ("Nora visited Paris.", ["Actually my favourite part was Rome, not Paris."], None),
+    ("Nora started pottery classes four weeks ago.", ["Sorry, I said three weeks ago, it's actually four."], None),
+    ("Nora loves the coast.", ["Sorry, I said I love the coast, actually the mountains are better."], None),
     ("王芳的签证有问题。", ["其实签证不是问题，机票才是。"], None),
     # a user turn in between says the value again: the correction is of that turn
     ("Nora plays football on Saturday.", ["The viewing is Saturday.", "Wait, actually it's Sunday, not Saturday."],

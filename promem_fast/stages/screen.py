@@ -2203,7 +2203,8 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     entry's premise turn, in order) corrects, or None: a statement opening with a correction
     mark (:data:`_CORRECTION_OPEN`: "Oh wait", "Sorry, I meant", "Ah warte", "不对", ...)
     that replaces a value after ", not" / ", nicht" / "，不是" ("... is Sunday at 11, not
-    Saturday") which ``text`` still holds ("Hamid booked a viewing for Saturday morning").
+    Saturday"), or after "I said" ("I said three weeks ago at the start, it's actually
+    four"), which ``text`` still holds ("Hamid booked a viewing for Saturday morning").
     Only values a later question asks about count: a number or a capitalised word (a day, a
     month, a place, a name; after "actually" a number, a weekday or a month only), or a
     Chinese weekday, date, time or amount. Not when ``text`` negates the value ("not Saturday")
@@ -2218,26 +2219,49 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
             mark = _CORRECTION_OPEN.match(sentence)
             if not mark or _is_question(sentence):
                 continue
-            for m in _CORRECTED.finditer(sentence, mark.end()):
-                old = (m.group(1) or "").strip(".:")
-                if m.group(2):
-                    hit = m.group(2) in text
-                    old = m.group(2)
-                elif mark.group("weak") and not (old[:1].isdigit() or old.casefold() in _CALENDAR_WORDS):
+            for old, new, chinese in _corrections(sentence, mark):
+                if chinese:
+                    hit = old in text
+                elif mark.group("weak") and not _is_amount_or_day(old):
                     continue  # "Actually I prefer Python, not Java": a contrast
                 else:
-                    hit = (old[:1].isdigit() or old[:1].isupper()) and old.casefold() in words
+                    hit = (_is_amount_or_day(old) or old[:1].isupper()) and old.casefold() in words
                 if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
                     continue
-                new = [w for w in _TOKEN.findall(sentence[mark.end():m.start()])
-                       if (w[:1].isdigit() or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before]
-                if any(w.casefold() in words for w in new):
+                if any(w.casefold() in words for w in new
+                       if (_is_amount_or_day(w) or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before):
                     continue
                 # a user turn in between says the value again: the correction is of that one
                 if any(_says_value(old, t) for t in later_user_turns[:k]):
                     continue
                 return old
     return None
+
+
+# "I said three weeks ago at the start, it's actually four": the value after "I said", the
+# new one after "actually"
+_SAID_THEN = re.compile(r"\bI (?:said|wrote|told you)\s+(?:(?:it was|it's|it is|the|on|at|in)\s+)?([\w]+)\b"
+                        r"[^.!?]*?\bactually\s+(?:(?:on|at|in|the)\s+)?([\w]+)", re.I)
+_NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty hundred""".split())
+
+
+def _is_amount_or_day(word: str) -> bool:
+    low = word.casefold()
+    return word[:1].isdigit() or low in _NUMBER_WORDS or low in _CALENDAR_WORDS
+
+
+def _corrections(sentence: str, mark: re.Match) -> Iterator[tuple[str, list[str], bool]]:
+    """(corrected value, the words that replace it, Chinese?) for each correction of
+    ``sentence`` after its mark: ", not X" / ", nicht X" (the new words before it), "，不是X",
+    and "I said X ..., it's actually Y"."""
+    for m in _CORRECTED.finditer(sentence, mark.end()):
+        if m.group(2):
+            yield m.group(2), [], True
+        else:
+            yield m.group(1).strip(".:"), _TOKEN.findall(sentence[mark.end():m.start()]), False
+    for m in _SAID_THEN.finditer(sentence, mark.end()):
+        yield m.group(1), [m.group(2)], False
 
 
 _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
