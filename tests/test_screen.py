@@ -2571,6 +2571,11 @@ def test_an_emoji_does_not_make_a_turn_foreign():
     ("Nora loved Lisbon.", "Loved it, honestly. Back to work Monday.", "How was Lisbon?", False),
     # the question is not the last thing the other side said
     ("Nora is exhausted.", "Exhausted but fine.", "How's Dmitri? And how are you?", False),
+    # anything asked of "he" / "she" is about that person; "they" may be a firm asking the user
+    ("Nora gets full pay.", "Full pay, yes, but only for a month. He's a bit worried.",
+     "Poor Dmitri. Is he still getting paid while he's off?", True),
+    ("Nora starts on Monday.", "Starts on Monday, she says. Then I'm on my own.", "When does she start the new job?", True),
+    ("Nora has a second interview.", "A second interview, next week.", "Did they tell you the next step?", False),
 ])
 def test_answered_of_other(entry, turn, previous, other):
     assert screen.answered_of_other(entry, "Nora", turn, previous) is other
@@ -2617,3 +2622,20 @@ def test_owner_added(entry, turn, added):
 ])
 def test_object_of_other(entry, turn, other):
     assert screen.object_of_other(entry, "Nora", turn) is other
+
+
+@pytest.mark.parametrize("entry, turn, clash", [
+    # a sentence that opens with its verb carries the subject of the one before
+    ("Nora fell off her bike on the way to work.",
+     "Dmitri broke his wrist. Fell off his bike on the way to work, of all places.", True),
+    ("Nora fell off her bike on the way to work.", "Awful week. Fell off my bike on the way to work.", False),
+    ("Nora fell off her bike on the way to work.", "I had an awful week. Fell off my bike on the way to work.", False),
+    # a bare verb opening a sentence is a request, not a carried subject
+    ("Nora will bring snacks.", "Dmitri is coming too. Bring snacks!", False),
+    # the entry's own form says which clause it was read from: "is leaving", not "left"
+    ("Nora is leaving Oslo with her partner.",
+     "Anders is leaving Oslo with his partner, so I'm the only engineer left on the bridge job.", True),
+    ("Nora is leaving Oslo in May.", "My flatmate left last week, and I'm leaving Oslo in May.", False),
+])
+def test_subject_carried_or_read_in_the_entrys_own_form(entry, turn, clash):
+    assert screen.subject_clash(entry, "Nora", turn) is clash

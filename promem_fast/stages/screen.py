@@ -1922,8 +1922,9 @@ def _entry_verb_forms(text: str, user_name: str) -> tuple[frozenset[str], bool]:
     forms: set[str] = set()
     for lemma in lemmas:
         forms |= _verb_forms(lemma)
-    passive = re.search(rf"\b(?:is|are|was|were|been|being|feels?|felt|gets?|got)\s+(?:\w+ly\s+)?{re.escape(w)}\b",
-                        text, re.I) is not None
+    # "is leaving" is a progressive, not a passive
+    passive = not w.lower().endswith("ing") and re.search(
+        rf"\b(?:is|are|was|were|been|being|feels?|felt|gets?|got)\s+(?:\w+ly\s+)?{re.escape(w)}\b", text, re.I) is not None
     return frozenset(forms), passive
 
 
@@ -2002,8 +2003,13 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
     if not forms:
         return False
     known = _speaker_name_words(user_name)
+    hits = list(_word_hits(turn_text, forms))
+    # the entry's own form, when the turn has it, is the clause it was read from: "is
+    # leaving" from "Henrik is leaving", not from "the only architect left"
+    w = _entry_verb_word(text, user_name)[0]
+    same = [(sentence, m) for sentence, m in hits if w and m.group().lower() == w.lower()]
     seen = False
-    for sentence, m in _word_hits(turn_text, forms):
+    for sentence, m in same or hits:
         head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(sentence)[:1]]
         if sentence.rstrip().endswith("?") and head and head[0] in _QUESTION_OPEN:
             continue  # a question states nothing of anyone (asked_only reads those)
@@ -2013,9 +2019,49 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
             return False  # "seeing my students succeed motivates me": the user feels it
         if _USER_DOES_TOO.search(after):
             return False
-        if _clause_subject(sentence, m.start(), known) != "other":
+        subject = _clause_subject(sentence, m.start(), known)
+        if subject is None and _opens_sentence(sentence, m) and m.group().lower() not in _verb_bases(forms):
+            subject = _carried_subject(turn_text, sentence, known)
+        if subject != "other":
             return False
     return seen
+
+
+def _opens_sentence(sentence: str, m: re.Match) -> bool:
+    """Only interjections ("Haha", "Yeah") come before ``m`` in ``sentence``."""
+    return all(t.lower() in _INTERJECTIONS or t.lower() in ("haha", "lol", "ugh")
+               for t in _TOKEN.findall(sentence[:m.start()]))
+
+
+def _verb_bases(forms: Iterable[str]) -> frozenset[str]:
+    """The bare forms among ``forms`` that are no past of another verb (a sentence opening
+    with one is an imperative; "fell" is also the past of "fall")."""
+    out = set()
+    for f in forms:
+        lemmas = getAllLemmas(f, upos="VERB").get("VERB", ())
+        if f in lemmas and not any(f in _verb_past(lemma) for lemma in lemmas):
+            out.add(f)
+    return frozenset(out)
+
+
+def _carried_subject(turn_text: str, sentence: str, known: set[str]) -> Optional[str]:
+    """"user", "other" or None: the subject a sentence that opens with a finite verb and
+    has none ("Fell off his bike going down Shaw Hill.") carries over from the sentence
+    before it in ``turn_text``, read before that sentence's first verb ("Dara broke his
+    wrist." -> "other"). None when there is no sentence before, it is a question or its
+    first verb has no subject before it."""
+    sents = [x for x in _SENTENCE_END.split(turn_text.replace("\u2019", "'")) if x.strip()]
+    k = next((i for i, x in enumerate(sents) if x.strip() == sentence.strip()), 0)
+    if k == 0 or sents[k - 1].rstrip().endswith("?"):
+        return None
+    prev = sents[k - 1]
+    for m in _TOKEN.finditer(prev):
+        low = _CONTRACTED.sub("", m.group().lower())
+        if low in _FIRST_SINGULAR or low in ("me", "my"):
+            return "user"
+        if getAllLemmas(low, upos="VERB").get("VERB") and not _name_token(m.group(), known) and m.start() > 0:
+            return _clause_subject(prev, m.start(), known)
+    return None
 
 
 # words before a verb that make it a plan, an intention or a duty, not something done
@@ -2281,6 +2327,11 @@ _PERSON_STATE = r"doing|feeling|holding up|getting on|coping|ok|okay|alright|all
 _ASKS_ABOUT_OTHER = re.compile(
     rf"(?:\bhow(?:'s|\s+is|\s+was)|(?:^|(?<=[.!?,]\s))(?:and\s+)?(?:is|was))\s+{_WHO}(?P<state>\s+(?:{_PERSON_STATE}))?"
     r"(?:\s+(?:now|today|these days|after all that))?\s*\?+\s*$", re.I)
+# or asks anything of "he" / "she", someone the two already speak of ("Is he at least
+# getting paid while he's off?"): the answer is about that person
+_ASKS_OF_HIM_HER = re.compile(
+    r"(?:^|(?<=[.!?,]\s))(?:(?:and|so|but)\s+)?(?:(?:how|what|where|when|why|who)\s+)?"
+    r"(?:is|was|does|did|has|had|will|would|can|could)\s+(?:he|she)\b[^?]*\?+\s*$", re.I)
 
 
 def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
@@ -2289,17 +2340,18 @@ def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_
     ("How's Leila doing?"): the answer is about Leila, not the user ("Tariq is tired").
     The first sentence has no first-person word and opens with no subject (no pronoun, no
     name); the other side's last sentence asks of a person by role ("How's your mum?") or by
-    name with a person's state ("Is Dmitri okay?"), not of the user's own things ("How's
-    your knee doing?", "How was Lisbon?"). English only. Shape: (str, str, str, str) -> bool."""
+    name with a person's state ("Is Dmitri okay?"), or asks anything of "he" / "she" ("Is
+    he at least getting paid?" / "Sick pay yeah, but only statutory"), not of the user's own
+    things ("How's your knee doing?", "How was Lisbon?"). English only. Shape: (str, str, str, str) -> bool."""
     if not previous_other_turn or not reads_english(turn_text):
         return False
     last = [x for x in _SENTENCE_END.split(previous_other_turn.replace("\u2019", "'").strip()) if x.strip()]
     q = _ASKS_ABOUT_OTHER.search(last[-1]) if last else None
-    if q is None:
+    if q is None and not (last and _ASKS_OF_HIM_HER.search(last[-1])):
         return False
-    if q.group("role") is not None and not _PERSON_ROLE.fullmatch(q.group("role")):
+    if q is not None and q.group("role") is not None and not _PERSON_ROLE.fullmatch(q.group("role")):
         return False  # "How's your knee doing?", "How's the job going?"
-    if q.group("name") is not None and not q.group("state"):
+    if q is not None and q.group("name") is not None and not q.group("state"):
         return False  # "How was Lisbon?"
     sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())
     toks = [t.lower() for t in _TOKEN.findall(sents[0])]
