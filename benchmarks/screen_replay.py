@@ -12,10 +12,14 @@ the other speaker's turns beside it as cited and, as for a memory, the user turn
 session: how many true, human-written memories would it drop?
 
 Prints one JSON line: the rule, memories read, flagged memories by label, flagged
-observations; ``-v`` lists what it flags.
+observations; ``-v`` lists what it flags. ``--rule hv_screen`` replays the whole HV screen
+(every rule in its order); ``--unseen`` replays the labelled memories of the ``bench_unseen``
+runs (``artifacts/unseen_*/graphs-promem.jsonl`` over ``benchmarks/unseen/``) instead of dev:
+how much of what the new dialogues showed would today's screen drop?
 
     python benchmarks/screen_replay.py --rule phrase_from_other --observations \
         --append benchmarks/results/screen_replay.jsonl
+    python benchmarks/screen_replay.py --rule hv_screen --unseen -v
 """
 
 from __future__ import annotations
@@ -68,7 +72,23 @@ def _rules() -> dict:
             m["text"], m["user"], m["previous"], m["turn"]),
         "remark_on_other_news": lambda m: bool(m["turn"]) and screen.remark_on_other_news(
             m["text"], m["user"], m["turn"], m["previous"]),
+        "hv_screen": lambda m: hv_screen(m) is not None,
     }
+
+
+def hv_screen(m: dict):
+    """The whole HV screen (:func:`promem_fast.stages.verify.screen_reason`) on memory ``m``:
+    its reason, or None when it would go on to NLI (also when ``m`` has no premise turn)."""
+    from promem_fast.stages import verify
+    from promem_fast.stages.state import PipelineState
+
+    s = m["session"]
+    turn = next((t for t in s.turns if t.turn_id == m["premise_id"]), None)
+    if turn is None:
+        return None
+    state = m.setdefault("_state", PipelineState.create(s, s.user_name, ""))
+    return verify.screen_reason(state, m["text"], turn, state.other_speakers,
+                                [t.content for t in s.turns if t.role != "user"])
 
 
 def _sessions(data: Path) -> dict:
@@ -97,6 +117,7 @@ def _memory(s, text: str, label: str, premise_id, cited_ids) -> dict:
     nxt = s.turns[i + 1] if 0 <= i < len(order) - 1 else None
     return {
         "session_id": s.session_id, "text": text, "label": label, "user": s.user_name,
+        "session": s, "premise_id": premise_id,
         "others": [t.speaker for t in s.turns if t.role != "user" and t.speaker][:1],
         "turn": turns[premise_id].content if premise_id in turns else "",
         "previous": prev.content if prev is not None and prev.role != "user" else "",
@@ -108,14 +129,19 @@ def _memory(s, text: str, label: str, premise_id, cited_ids) -> dict:
     }
 
 
-def memories(sessions: dict) -> list[dict]:
-    """Every kept, labelled ``promem`` memory of the stored graphs, once per (session, text,
-    source turns), with its label and turns."""
+DEV_GRAPHS = "benchmarks/results/artifacts/precision_*/*-promem.jsonl"
+UNSEEN_GRAPHS = "benchmarks/results/artifacts/unseen_*/graphs-promem.jsonl"
+
+
+def memories(sessions: dict, graphs: str = DEV_GRAPHS) -> list[dict]:
+    """Every kept, labelled ``promem`` memory of the stored graphs (``graphs``: a glob under
+    the repository), once per (session, text, source turns), with its label and turns. A
+    memory without an NLI premise turn is read against its first user source turn."""
     from dup_pairs import all_labels
     from promem_fast.eval.precision import label_key
 
     labels, out = all_labels(), {}
-    for f in sorted(glob.glob(str(ROOT / "benchmarks/results/artifacts/precision_*/*-promem.jsonl"))):
+    for f in sorted(glob.glob(str(ROOT / graphs))):
         for line in open(f, encoding="utf-8"):
             g = json.loads(line)
             s = sessions.get(g["session_id"])
@@ -127,6 +153,9 @@ def memories(sessions: dict) -> list[dict]:
                 if e["status"] == "discarded" or k not in labels or kk in out:
                     continue
                 pt = (e.get("nli") or [{}])[0].get("premise_turn_id")
+                if pt is None:
+                    users = {t.turn_id for t in s.turns if t.role == "user"}
+                    pt = next((t for t in e["source_turn_ids"] if t in users), None)
                 out[kk] = _memory(s, e["text"], labels[k]["label"], pt, e["source_turn_ids"])
     return list(out.values())
 
@@ -154,6 +183,8 @@ def main() -> int:
     ap.add_argument("--rule", required=True, help="one of: " + ", ".join(sorted(_rules())))
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--observations", action="store_true", help="also replay LoCoMo's gold observations")
+    ap.add_argument("--unseen", action="store_true",
+                    help="replay the labelled memories of the bench_unseen runs (benchmarks/unseen/) instead of dev")
     ap.add_argument("--append", type=Path, help="append the JSON line to this results file")
     ap.add_argument("-v", "--verbose", action="store_true", help="list what the rule flags")
     args = ap.parse_args()
@@ -163,10 +194,17 @@ def main() -> int:
     from promem_fast.results_log import append_line, run_fields
 
     rule = rules[args.rule]
-    sessions = _sessions(args.data)
-    mems = memories(sessions)
+    if args.unseen:
+        from bench_unseen import load_unseen
+
+        sessions = {s.session_id: s for s in load_unseen()}
+        mems = memories(sessions, UNSEEN_GRAPHS)
+    else:
+        sessions = _sessions(args.data)
+        mems = memories(sessions)
     hits = [m for m in mems if rule(m)]
-    line = {"benchmark": "screen_replay", "rule": args.rule, **run_fields(), "memories": len(mems),
+    line = {"benchmark": "screen_replay", "rule": args.rule, **run_fields(), "data": "unseen" if args.unseen else "dev",
+            "memories": len(mems),
             "by_label": dict(collections.Counter(m["label"] for m in mems)),
             "flagged": dict(collections.Counter(m["label"] for m in hits))}
     if args.observations:

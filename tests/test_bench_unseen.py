@@ -59,3 +59,17 @@ def test_a_scripted_run_is_rescored_from_its_graphs_with_labels(tmp_path):
     rev = again["reviewed"]
     assert rev["wrong"] == 1 and rev["unlabelled"] == 0
     assert rev["correct"] + rev["duplicate"] == len(dict.fromkeys(mems)) - 1
+
+
+def test_the_hv_screen_replays_over_the_labelled_unseen_memories():
+    # screen_replay --unseen: the stored new-file memories against today's whole HV screen
+    replay = load_benchmark("screen_replay")
+    load = load_benchmark("bench_unseen").load_unseen
+    sessions = {s.session_id: s for s in load(files="priyanka_leo.locomo.json")}
+    mems = {m["text"]: m for m in replay.memories(sessions, replay.UNSEEN_GRAPHS)}
+    fell = mems["Leo fell off his own bike going down Shaw Hill."]  # Dara fell (turn D1:6)
+    assert fell["label"] == "wrong" and fell["premise_id"] == "D1:6"
+    assert "not the user" in replay.hv_screen(fell)
+    # a correct one stays: the user's own test pass
+    kept = [m for m in mems.values() if m["label"] == "correct" and m["session_id"].endswith("@Priyanka")]
+    assert kept and not any(replay.hv_screen(m) for m in kept)
