@@ -2639,3 +2639,18 @@ def test_object_of_other(entry, turn, other):
 ])
 def test_subject_carried_or_read_in_the_entrys_own_form(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+@pytest.mark.parametrize("entry, turn, urged", [
+    # the act after a verb of plan is what the entry claims; the first person later in the
+    # sentence ("I want ...") does not make the request the user's own news
+    ("Nora is planning to bring treats to Pickle.",
+     "Saturday works. And bring treats, I want Pickle to like me more than he likes you!", True),
+    ("Nora wants to bring treats to Pickle.", "And bring treats, I want Pickle to like me more than he likes you!", True),
+    # the user also does it, or says it of themself in the verb's own clause
+    ("Nora is planning to bring treats to Pickle.", "I'm bringing treats for Pickle. And bring your boots, you'll need them!", False),
+    ("Nora is planning to bring treats to Pickle.", "Bring my treats for Pickle, you know the ones!", False),
+    ("Nora is going to Paris.", "Go to Paris, you'll love it!", True),
+])
+def test_urged_only_reads_the_act_after_a_plan(entry, turn, urged):
+    assert screen.urged_only(entry, "Nora", turn) is urged

@@ -386,9 +386,12 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[s
     for whole in _SENTENCE_END.split(turn_text):
         if _is_question(whole) or _HABIT.search(whole):
             continue
-        dropped_i = bool(_TIME_MARK.search(whole)
-                         or _FIRST_PERSON.intersection(t.lower() for t in _TOKEN.findall(whole)))
+        timed = bool(_TIME_MARK.search(whole))
         for sent in _AFTER_DASH.split(whole):
+            # the first person counts in the verb's own clause: "And bring treats, I want ..."
+            # still asks; "Start my new job Monday!" is the user's news
+            head = next((c for c in _CLAUSE_CUT.split(sent) if c and c.strip()), sent)
+            dropped_i = timed or bool(_FIRST_PERSON.intersection(t.lower() for t in _TOKEN.findall(head)))
             toks = [t.lower() for t in _TOKEN.findall(sent)]
             k = 0
             while k < len(toks) and (toks[k] in _INTERJECTIONS or toks[k] in _IMPERATIVE_LEADS):
@@ -401,6 +404,10 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[s
                 continue
             out.append((verb, sent))
     return tuple(out)
+
+
+# verbs of a plan or wish before the act itself ("is planning to bring treats")
+_INTENT_LEMMAS = frozenset("plan intend want hope decide aim mean try wish go".split())
 
 
 def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
@@ -420,6 +427,8 @@ def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: s
         return False
     words = predicate_words(body, user_name)
     verb = _entry_verb(words)
+    if verb in _INTENT_LEMMAS and len(words) > 1:
+        verb = _entry_verb(words[1:2]) or verb  # "is planning to bring treats": the act is "bring"
     if verb is None:
         return False
     urged = [sent for v, sent in _imperatives(turn_text, previous_other_turn) if v == verb]
