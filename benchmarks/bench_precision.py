@@ -15,8 +15,10 @@ Writes ``OUT/graphs/{slice}-{variant}.jsonl``, ``OUT/seconds.json`` (seconds per
 ``OUT/wall_s.json`` (each extraction's wall time, which ``--from-graphs`` reports again as
 ``wall_s``; ``null`` when the file is missing), ``OUT/config.json`` (per slice and variant, the
 ``--config`` fields that differ from the defaults, the API key left out; every line, a rescore's
-too, reports its extraction's as ``config``) and ``OUT/review.jsonl`` (the blind file to
-label: every variant's memories once, shuffled, no variant named).
+too, reports its extraction's as ``config``), ``OUT/run.json`` (per slice and variant, the
+commit the run started at and the date and machine of its extraction, which a rescore reports
+again; a rescore of an OUT without it reports its own) and ``OUT/review.jsonl`` (the blind file
+to label: every variant's memories once, shuffled, no variant named).
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
     from promem_fast.config import Config
     from promem_fast.context import Services
     from promem_fast.eval.harness import extract_sessions
-    from promem_fast.results_log import append_line, run_fields
+    from promem_fast.results_log import append_line, git_commit, run_fields
     from promem_fast.eval.precision import (halumem_gold, judge_free, load_labels, locomo_gold, score_labels,
                                             session_memories, write_review_file)
 
@@ -150,6 +152,10 @@ async def run(args: argparse.Namespace) -> list[dict]:
     walls = _read_json(args.out / "wall_s.json") if args.from_graphs else {}
     # a rescore reports what each extraction set over the defaults
     configs = _read_json(args.out / "config.json") if args.from_graphs else {}
+    # the commit the extraction started at (HEAD may move while it runs), and per slice the
+    # date and machine of its extraction: a rescore reports those, not its own
+    origins = _read_json(args.out / "run.json") if args.from_graphs else {}
+    start_commit = git_commit()
     for sl, sessions in slices.items():
         for v in args.variants:
             gpath = graphs_dir / f"{sl}-{v}.jsonl"
@@ -171,10 +177,12 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 _update_json(args.out / "config.json", {f"{sl}-{v}": own})
                 _update_json(args.out / "wall_s.json", {f"{sl}-{v}": wall})
                 _update_json(args.out / "seconds.json", {f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
+                _update_json(args.out / "run.json", {f"{sl}-{v}": {**run_fields(), "commit": start_commit}})
             mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
             memories[f"{sl}-{v}"] = mems
             jf = await judge_free(mems, services.embed)
-            line = {"benchmark": "precision", "slice": sl, "variant": v, **run_fields(), "llm": cfg.llm.backend,
+            origin = origins.get(f"{sl}-{v}") if args.from_graphs else {**run_fields(), "commit": start_commit}
+            line = {"benchmark": "precision", "slice": sl, "variant": v, **(origin or run_fields()), "llm": cfg.llm.backend,
                     "failed": sum(g is None for g, _, _ in pairs),
                     "wall_s": wall, "concurrency": args.concurrency,
                     **{k: (round(x, 4) if isinstance(x, float) else x) for k, x in jf.items() if k not in ("per_memory", "per_gold")}}

@@ -30,9 +30,15 @@ def test_from_graphs_keeps_the_extraction_wall_time(tmp_path):
     (first,) = lines([])
     walls = json.loads((out / "wall_s.json").read_text())
     assert walls == {"locomo-one-off": first["wall_s"]} and first["wall_s"] is not None
-    # the rescoring of stored graphs reports that wall time again, and the same memories
+    # the rescoring of stored graphs reports that wall time again, and the same memories,
+    # and the extraction's commit, date and machine, not its own
+    run = json.loads((out / "run.json").read_text())["locomo-one-off"]
+    assert run["commit"] == first["commit"] and run["date"] == first["date"]
     (again,) = lines(["--from-graphs"])
     assert again["wall_s"] == first["wall_s"]
+    (out / "run.json").write_text(json.dumps({"locomo-one-off": {**run, "commit": "abc1234", "date": "2026-12-01T00:00:00+00:00"}}))
+    (again,) = lines(["--from-graphs"])
+    assert (again["commit"], again["date"], again["machine"]) == ("abc1234", "2026-12-01T00:00:00+00:00", first["machine"])
     assert again["memories"] == first["memories"] > 0
     # without the file there is no wall time to report: null, never the rescoring's seconds
     (out / "wall_s.json").unlink()
