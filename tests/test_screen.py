@@ -2654,3 +2654,12 @@ def test_subject_carried_or_read_in_the_entrys_own_form(entry, turn, clash):
 ])
 def test_urged_only_reads_the_act_after_a_plan(entry, turn, urged):
     assert screen.urged_only(entry, "Nora", turn) is urged
+
+
+def test_an_english_turn_with_vietnamese_or_hawaiian_names_is_read_as_latin():
+    assert screen._non_latin("My sister moved to Hà Nội with her husband.") is False
+    assert screen._non_latin("We spent a week on Hawaiʻi.") is False
+    assert screen._non_latin("我妹妹搬到了河内") is True and screen._non_latin("Моя сестра переехала") is True
+    # so the English rules read it: the move is the sister's, not the user's
+    assert screen.subject_clash("Nora moved to Hà Nội with her husband.", "Nora",
+                                "My sister moved to Hà Nội with her husband.") is True

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from typing import Iterable, Iterator, Optional, Sequence
 
 from lemminflect import getAllInflections, getAllLemmas
@@ -121,8 +122,15 @@ _QUOTE_SPANS = [
 
 def _non_latin(text: str) -> bool:
     """``text`` has a letter outside the Latin scripts, whose subjects these English rules
-    cannot find; emoji and other symbols are no letters ("Who are you 😂" is English)."""
-    return any(c.isalpha() and ord(c) > 0x24F for c in text)
+    cannot find; emoji and other symbols are no letters ("Who are you 😂" is English), and a
+    Latin letter past Latin Extended-B or a modifier letter is Latin ("We flew to Hà Nội",
+    "Hawaiʻi")."""
+    return any(c.isalpha() and ord(c) > 0x24F and not _latin_letter(c) for c in text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _latin_letter(c: str) -> bool:
+    return unicodedata.name(c, "").startswith(("LATIN", "MODIFIER LETTER"))
 
 
 _FIRST_SINGULAR = frozenset("i i'm i've i'd i'll im ive myself we we're we've we'd we'll us".split())
