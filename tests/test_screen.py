@@ -2663,3 +2663,15 @@ def test_an_english_turn_with_vietnamese_or_hawaiian_names_is_read_as_latin():
     # so the English rules read it: the move is the sister's, not the user's
     assert screen.subject_clash("Nora moved to Hà Nội with her husband.", "Nora",
                                 "My sister moved to Hà Nội with her husband.") is True
+
+
+@pytest.mark.parametrize("turn, urged", [
+    # a name right after the verb is its object: a request, not a noun subject
+    ("Congrats, tio Bruno! Give Carla a hug from me. Have you held her yet?", (("give", "Give Carla a hug from me."),)),
+    # a capitalised common word after it makes a title or a subject
+    ("Summer Sounds was great fun.", ()),
+])
+def test_a_name_after_an_opening_verb_is_its_object(turn, urged):
+    assert screen._imperatives(turn, "") == urged
+    if urged:
+        assert screen.urged_only("Nora gives Carla a hug from Nora.", "Nora", turn) is True

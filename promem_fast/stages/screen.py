@@ -357,8 +357,11 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
         return False
     if any(w in _AFTER_NOUN_SUBJECT for w in clause):
         return True
-    m = re.search(rf"\b{re.escape(word)}\b([-,]?)\s*(\w?)", sent, re.I)
-    if m and (m.group(1) or m.group(2).isupper()):
+    m = re.search(rf"\b{re.escape(word)}\b([-,]?)\s*(\w*)", sent, re.I)
+    # a name after it is the imperative's object ("Give Carla a hug", "Call Mum"), a
+    # capitalised common word part of a title ("Summer Sounds")
+    if m and (m.group(1) or (m.group(2)[:1].isupper() and not _name_token(m.group(2), set())
+                             and m.group(2).lower() not in _FAMILY_NAMES)):
         return True
     if clause[0] in ("as", "like", "for", "of"):
         return True
