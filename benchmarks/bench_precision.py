@@ -177,11 +177,12 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 _update_json(args.out / "config.json", {f"{sl}-{v}": own})
                 _update_json(args.out / "wall_s.json", {f"{sl}-{v}": wall})
                 _update_json(args.out / "seconds.json", {f"{sl}-{v}/{e.session.session_id}": e.seconds for e in ex})
-                _update_json(args.out / "run.json", {f"{sl}-{v}": {**run_fields(), "commit": start_commit}})
+                origins[f"{sl}-{v}"] = {**run_fields(), "commit": start_commit}
+                _update_json(args.out / "run.json", {f"{sl}-{v}": origins[f"{sl}-{v}"]})
             mems = [session_memories(g, s, gold_fn[sl](s), sec) for g, s, sec in pairs]
             memories[f"{sl}-{v}"] = mems
             jf = await judge_free(mems, services.embed)
-            origin = origins.get(f"{sl}-{v}") if args.from_graphs else {**run_fields(), "commit": start_commit}
+            origin = origins.get(f"{sl}-{v}")  # the line says what run.json says
             line = {"benchmark": "precision", "slice": sl, "variant": v, **(origin or run_fields()), "llm": cfg.llm.backend,
                     "failed": sum(g is None for g, _, _ in pairs),
                     "wall_s": wall, "concurrency": args.concurrency,

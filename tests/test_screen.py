@@ -2576,6 +2576,11 @@ def test_an_emoji_does_not_make_a_turn_foreign():
      "Poor Dmitri. Is he still getting paid while he's off?", True),
     ("Nora starts on Monday.", "Starts on Monday, she says. Then I'm on my own.", "When does she start the new job?", True),
     ("Nora has a second interview.", "A second interview, next week.", "Did they tell you the next step?", False),
+    # the question asks of the user too, or the answer's dropped "I" owns a past or "-ing" verb
+    ("Nora is turning 30 on Saturday.", "Yes, turning 30 on Saturday, can't wait. She's bringing cake.",
+     "Is she coming to your party?", False),
+    ("Nora finished the race in 3 hours.", "Yeah, finished the race in 3 hours and he cheered the whole way.",
+     "Was he at the race?", False),
 ])
 def test_answered_of_other(entry, turn, previous, other):
     assert screen.answered_of_other(entry, "Nora", turn, previous) is other
@@ -2632,13 +2637,25 @@ def test_object_of_other(entry, turn, other):
     ("Nora fell off her bike on the way to work.", "I had an awful week. Fell off my bike on the way to work.", False),
     # a bare verb opening a sentence is a request, not a carried subject
     ("Nora will bring snacks.", "Dmitri is coming too. Bring snacks!", False),
-    # the entry's own form says which clause it was read from: "is leaving", not "left"
-    ("Nora is leaving Oslo with her partner.",
-     "Anders is leaving Oslo with his partner, so I'm the only engineer left on the bridge job.", True),
+    # the dropped subject is the user's: "my" in the sentence, or the one before is "you",
+    # "they", a speaker passing on words, or the thing the sentence then points back at
+    ("Nora fell off her bike.", "Mum says hi! Fell off my bike this morning though.", False),
+    ("Nora fell off her bike.", "Rosa says hi! Fell off the bike this morning though.", False),
+    ("Nora passed the exam.", "You were right. Passed the exam with flying colours!", False),
+    ("Nora won the raffle.", "They announced the winners. Won the raffle!", False),
+    ("Nora adopted a puppy.", "She is so cute. Adopted her on Saturday.", False),
+    ("Nora quit her job.", "Rosa's been struggling. Quit my job yesterday.", False),
+    # any form of the verb the user says of themself clears it
+    ("Nora is moving to Berlin.", "I'll move to Berlin next month. My sister is moving with me too.", False),
     ("Nora is leaving Oslo in May.", "My flatmate left last week, and I'm leaving Oslo in May.", False),
 ])
 def test_subject_carried_or_read_in_the_entrys_own_form(entry, turn, clash):
     assert screen.subject_clash(entry, "Nora", turn) is clash
+
+
+def test_a_progressive_is_no_passive():
+    assert screen._entry_verb_forms("Nora is leaving Oslo.", "Nora")[1] is False
+    assert screen._entry_verb_forms("Nora is inspired by her aunt.", "Nora")[1] is True
 
 
 @pytest.mark.parametrize("entry, turn, urged", [
@@ -2668,8 +2685,9 @@ def test_an_english_turn_with_vietnamese_or_hawaiian_names_is_read_as_latin():
 @pytest.mark.parametrize("turn, urged", [
     # a name right after the verb is its object: a request, not a noun subject
     ("Congrats, tio Bruno! Give Carla a hug from me. Have you held her yet?", (("give", "Give Carla a hug from me."),)),
-    # a capitalised common word after it makes a title or a subject
+    # a capitalised common word after it makes a title or a subject, a name and its verb a clause
     ("Summer Sounds was great fun.", ()),
+    ("Picture Aiko took at the wedding made my mum cry.", ()),
 ])
 def test_a_name_after_an_opening_verb_is_its_object(turn, urged):
     assert screen._imperatives(turn, "") == urged

@@ -357,11 +357,13 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
         return False
     if any(w in _AFTER_NOUN_SUBJECT for w in clause):
         return True
-    m = re.search(rf"\b{re.escape(word)}\b([-,]?)\s*(\w*)", sent, re.I)
-    # a name after it is the imperative's object ("Give Carla a hug", "Call Mum"), a
-    # capitalised common word part of a title ("Summer Sounds")
-    if m and (m.group(1) or (m.group(2)[:1].isupper() and not _name_token(m.group(2), set())
-                             and m.group(2).lower() not in _FAMILY_NAMES)):
+    m = re.search(rf"\b{re.escape(word)}\b([-,]?)\s*(\w*)\s*(\w*)", sent, re.I)
+    # a name after it is the imperative's object ("Give Carla a hug", "Call Mum"), unless a
+    # verb of its own follows ("Picture Aiko took ..."); a capitalised common word makes a
+    # title ("Summer Sounds")
+    if m and (m.group(1) or (m.group(2)[:1].isupper() and (
+            (not _name_token(m.group(2), set()) and m.group(2).lower() not in _FAMILY_NAMES)
+            or _inflected_verb(m.group(3).lower())))):
         return True
     if clause[0] in ("as", "like", "for", "of"):
         return True
@@ -377,6 +379,12 @@ def _noun_subject(sent: str, toks: Sequence[str], k: int) -> bool:
         if plural and clause[1] != "like" and _bare_verb(clause[1]) is not None:
             return True
     return False
+
+
+def _inflected_verb(word: str) -> bool:
+    """``word`` is a verb form other than its bare form (past, "-s", "-ing"; lemminflect)."""
+    lemmas = getAllLemmas(word, upos="VERB").get("VERB", ())
+    return bool(lemmas) and word not in lemmas
 
 
 # words that may open an imperative before its verb ("And give Noor a cuddle from me!")
@@ -2023,13 +2031,8 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
     if not forms:
         return False
     known = _speaker_name_words(user_name)
-    hits = list(_word_hits(turn_text, forms))
-    # the entry's own form, when the turn has it, is the clause it was read from: "is
-    # leaving" from "Henrik is leaving", not from "the only architect left"
-    w = _entry_verb_word(text, user_name)[0]
-    same = [(sentence, m) for sentence, m in hits if w and m.group().lower() == w.lower()]
     seen = False
-    for sentence, m in same or hits:
+    for sentence, m in _word_hits(turn_text, forms):
         head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(sentence)[:1]]
         if sentence.rstrip().endswith("?") and head and head[0] in _QUESTION_OPEN:
             continue  # a question states nothing of anyone (asked_only reads those)
@@ -2040,7 +2043,8 @@ def _verb_done_by_other(text: str, user_name: str, turn_text: str) -> bool:
         if _USER_DOES_TOO.search(after):
             return False
         subject = _clause_subject(sentence, m.start(), known)
-        if subject is None and _opens_sentence(sentence, m) and m.group().lower() not in _verb_bases(forms):
+        if subject is None and _opens_sentence(sentence, m) and m.group().lower() not in _verb_bases(forms) \
+                and not _BACK_REFERENCE.search(sentence[m.end():]):
             subject = _carried_subject(turn_text, sentence, known)
         if subject != "other":
             return False
@@ -2068,8 +2072,12 @@ def _carried_subject(turn_text: str, sentence: str, known: set[str]) -> Optional
     """"user", "other" or None: the subject a sentence that opens with a finite verb and
     has none ("Fell off his bike going down Shaw Hill.") carries over from the sentence
     before it in ``turn_text``, read before that sentence's first verb ("Dara broke his
-    wrist." -> "other"). None when there is no sentence before, it is a question or its
-    first verb has no subject before it."""
+    wrist." -> "other"). "user" when the sentence itself says "my" / "me" / "our" ("Fell
+    off my bike"): the "I" was dropped. None when there is no sentence before, it is a
+    question, its subject is "you" / "they" / "it" or no one, or its verb passes on speech
+    ("Rosa says hi!"): the dropped subject may be the user's."""
+    if set(t.lower() for t in _TOKEN.findall(sentence)) & _FIRST_PERSON:
+        return "user"
     sents = [x for x in _SENTENCE_END.split(turn_text.replace("\u2019", "'")) if x.strip()]
     k = next((i for i, x in enumerate(sents) if x.strip() == sentence.strip()), 0)
     if k == 0 or sents[k - 1].rstrip().endswith("?"):
@@ -2080,8 +2088,19 @@ def _carried_subject(turn_text: str, sentence: str, known: set[str]) -> Optional
         if low in _FIRST_SINGULAR or low in ("me", "my"):
             return "user"
         if getAllLemmas(low, upos="VERB").get("VERB") and not _name_token(m.group(), known) and m.start() > 0:
+            if low in _SPEECH_VERBS:
+                return None
+            head = [_CONTRACTED.sub("", t.lower()) for t in _TOKEN.findall(prev[:m.start()])]
+            if any(t in _SECOND_PERSON or t in ("they", "it", "there") for t in head):
+                return None
             return _clause_subject(prev, m.start(), known)
     return None
+
+
+# a sentence that opens with its verb and points back at the one before ("She is so cute.
+# Adopted her on Saturday."): that one is its object, not its subject
+_BACK_REFERENCE = re.compile(r"^\s+(?:her|him|them|it)\b|\b(?:him|them)\b", re.I)
+_SPEECH_VERBS = frozenset("says said say tells told asks asked sends sent texted messaged wrote writes".split())
 
 
 # words before a verb that make it a plan, an intention or a duty, not something done
@@ -2354,6 +2373,25 @@ _ASKS_OF_HIM_HER = re.compile(
     r"(?:is|was|does|did|has|had|will|would|can|could)\s+(?:he|she)\b[^?]*\?+\s*$", re.I)
 
 
+def _answer_of_him_her(question: str, turn_text: str) -> bool:
+    """The user's answer to a question of "he" / "she" is about that person: the question
+    asks nothing of the user ("Is she coming to your party?" does), and the answer's first
+    sentence, before any "he" / "she", has no verb in a past or "-ing" form, which a dropped
+    "I" could own ("Yeah, finished the race in 3 hours and he cheered"); a third-person "-s"
+    form cannot be the user's ("Starts on Monday, she says")."""
+    if set(t.lower() for t in _TOKEN.findall(question)) & (_ADDRESSEE | frozenset(["yours"])):
+        return False
+    first = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())[0]
+    for tok in _TOKEN.findall(first):
+        low = tok.lower()
+        if _CONTRACTED.sub("", low) in ("he", "she", "him", "her"):
+            break
+        lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
+        if lemmas and low not in lemmas and (low.endswith("ing") or any(low in _verb_past(x) for x in lemmas)):
+            return False
+    return True
+
+
 def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_turn: str) -> bool:
     """True when ``turn_text`` states ``text`` only in its first sentence, a subjectless
     answer ("Tired but really happy.") to the other side's question about someone else
@@ -2367,7 +2405,7 @@ def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_
         return False
     last = [x for x in _SENTENCE_END.split(previous_other_turn.replace("\u2019", "'").strip()) if x.strip()]
     q = _ASKS_ABOUT_OTHER.search(last[-1]) if last else None
-    if q is None and not (last and _ASKS_OF_HIM_HER.search(last[-1])):
+    if q is None and not (last and _ASKS_OF_HIM_HER.search(last[-1]) and _answer_of_him_her(last[-1], turn_text)):
         return False
     if q is not None and q.group("role") is not None and not _PERSON_ROLE.fullmatch(q.group("role")):
         return False  # "How's your knee doing?", "How's the job going?"
