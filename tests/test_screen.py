@@ -2693,3 +2693,22 @@ def test_a_name_after_an_opening_verb_is_its_object(turn, urged):
     assert screen._imperatives(turn, "") == urged
     if urged:
         assert screen.urged_only("Nora gives Carla a hug from Nora.", "Nora", turn) is True
+
+
+_TURNS_DE = ("Ja, er lebt allein, Mama ist vor sechs Jahren gestorben. Einen Pflegegrad hat er nicht. Der Sozialdienst "
+             "hat den Reha-Antrag gemacht, mehr nicht.",
+             "Jana überlegt noch, ob sie danach kommt. Meine Schwester Jana wohnt in München.")
+
+
+@pytest.mark.parametrize("entry, no_one", [
+    # a German re-read that copied a sentence without the person it is about
+    ("Einen Pflegegrad hat er nicht", True),
+    ("Der Sozialdienst hat den Reha-Antrag gemacht", True),
+    # a person by name (never after an article in the user's turns), by tie, or the user
+    ("Jana überlegt noch, ob sie danach kommt", False),
+    ("Mama ist vor sechs Jahren gestorben", False),
+    ("Sofie hat keinen Pflegegrad beantragt", False),
+])
+def test_a_german_entry_that_names_no_one(entry, no_one):
+    assert screen.names_no_one(entry, "Sofie", ["assistant"], _TURNS_DE) is no_one
+    assert screen.names_no_one(entry, "Sofie", ["assistant"]) is False  # without the turns nothing is read

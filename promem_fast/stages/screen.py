@@ -1054,7 +1054,7 @@ while as also then now other another more much one additional""".split())
 _SENTENCE_START = re.compile(rf"(?:^|(?:{_TITLE_DOT}\.|[!?])\s+)([\w'\u2019]+)")
 
 
-def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
+def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_texts: Sequence[str] = ()) -> bool:
     """True when ``text`` (ASCII) says whom it is about nowhere: neither the user's name (or
     first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
     any capitalised name after its first word ("Divorced", "Both parents are deceased",
@@ -1064,7 +1064,10 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     another speaker of the chat has a name (``others``, roles such as "assistant" aside),
     "he", "she", "her", "they", ... name no one either: either speaker could be meant ("Some
     close friends kept supporting her", "She adopted a puppy"; replay over the labelled
-    LoCoMo memories: 6 filler, no correct one)."""
+    LoCoMo memories: 6 filler, no correct one). A German entry (:func:`_german_names_no_one`,
+    read against the user's turns ``turn_texts``) the same way."""
+    if turn_texts and language_of(text) == "de" and has_language_evidence(text):
+        return _german_names_no_one(text, user_name, others, turn_texts)
     if not text.isascii():
         return False
     low = text.casefold()
@@ -1087,6 +1090,51 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
                    and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
                    for m in spans[1:])
 
+
+
+# German words that name a person by their tie to the user ("Mama ist vor sechs Jahren gestorben")
+_GERMAN_PERSON_WORDS = frozenset("""mama papa mutter vater mutti vati eltern schwester bruder geschwister oma opa
+großmutter großvater tochter sohn kinder kind mann frau ehemann ehefrau partner partnerin freund freundin chef chefin
+kollege kollegin nachbar nachbarin cousin cousine tante onkel nichte neffe enkel enkelin schwiegermutter
+schwiegervater""".split())
+# words before a German noun ("der Sozialdienst", "am Dienstag", "meine Schwester"): what
+# follows them is a noun, not a name
+_GERMAN_DETERMINERS = frozenset("""der die das den dem des ein eine einen einem einer eines kein keine keinen keinem
+am im zum zur vom beim ins ans aufs jeden jede jedes diese dieser diesen diesem dieses""".split())
+_GERMAN_PRONOUNS = frozenset("ich mich mir wir uns mein meine meinem meinen meiner unser unsere".split())
+_GERMAN_TOKEN = re.compile(r"\w+(?:-\w+)*", re.U)  # a compound stays one word ("Reha-Antrag")
+
+
+def _german_names_no_one(text: str, user_name: str, others: Sequence[str], turn_texts: Sequence[str]) -> bool:
+    """:func:`names_no_one` for a German entry: neither the user's (or another speaker's)
+    name, a first-person word, a person by their tie ("Mama", "Schwester"), nor a name: a
+    capitalised word that the user's turns (``turn_texts``) never write after an article or
+    a determiner ("Jana überlegt noch" names Jana; "Der Sozialdienst hat den Reha-Antrag
+    gemacht", "die Reha geht am Dienstag los", "Einen Pflegegrad hat er nicht" name no one:
+    a re-read that copied a sentence without the person it is about). German entries only
+    (:func:`~promem_fast.timeparse.language_of`); without ``turn_texts`` nothing is flagged."""
+    if not turn_texts or language_of(text) != "de" or not has_language_evidence(text):
+        return False
+    low = text.casefold()
+    names = [user_name, (user_name.split() or [""])[0], *others, *((o.split() or [""])[0] for o in others)]
+    if any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in names):
+        return False
+    toks = _GERMAN_TOKEN.findall(text)
+    if any(t.lower() in _GERMAN_PRONOUNS or t.lower() in _GERMAN_PERSON_WORDS for t in toks):
+        return False
+    after_det: set[str] = set()
+    for turn in turn_texts:
+        words = _GERMAN_TOKEN.findall(turn)
+        after_det.update(w for prev, w in zip(words, words[1:]) if prev.lower() in _GERMAN_DETERMINERS)
+    return not any(t[:1].isupper() and t.replace("-", "").isalpha() and t not in after_det and t.lower() not in _GERMAN_DETERMINERS
+                   and t.lower() not in _CALENDAR_WORDS and not _german_function_word(t) for t in toks)
+
+
+def _german_function_word(token: str) -> bool:
+    """A capitalised sentence opener that names no one ("Einen", "Er", "Zu")."""
+    return token.lower() in _GERMAN_DETERMINERS or token.lower() in {
+        "er", "sie", "es", "zu", "in", "an", "auf", "mit", "nach", "von", "bei", "für", "und", "aber", "dann", "auch",
+        "noch", "schon", "jetzt", "heute", "morgen", "gestern"}
 
 
 # "Jon's statement is about the performers": the subject is something said in the

@@ -410,7 +410,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return ADDRESSED_REASON
     if screen.praised_in_other_words(text, turn.content):
         return PRAISE_REASON
-    if screen.names_no_one(text, name, others):
+    if screen.names_no_one(text, name, others, state.user_turn_texts):
         return NO_SUBJECT_REASON
     if screen.quoted_only(text, name, turn.content):
         return QUOTED_REASON
