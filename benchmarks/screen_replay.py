@@ -72,6 +72,7 @@ def _rules() -> dict:
             m["text"], m["user"], m["previous"], m["turn"]),
         "remark_on_other_news": lambda m: bool(m["turn"]) and screen.remark_on_other_news(
             m["text"], m["user"], m["turn"], m["previous"]),
+        "told_named_unsaid": lambda m: screen.told_named_unsaid(m["text"], m["user"], m["user_turns"], m["others"]),
         "hv_screen": lambda m: hv_screen(m) is not None,
     }
 

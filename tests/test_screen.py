@@ -2712,3 +2712,17 @@ _TURNS_DE = ("Ja, er lebt allein, Mama ist vor sechs Jahren gestorben. Einen Pfl
 def test_a_german_entry_that_names_no_one(entry, no_one):
     assert screen.names_no_one(entry, "Sofie", ["assistant"], _TURNS_DE) is no_one
     assert screen.names_no_one(entry, "Sofie", ["assistant"]) is False  # without the turns nothing is read
+
+
+@pytest.mark.parametrize("entry, turns, flagged", [
+    # the user told the chat; the name is one the turn mentioned
+    ("Nora informed Priya that her mum arrives on Friday.",
+     ["I asked my manager Priya this morning and she said yes. Oh and mum arrives on Friday, not Thursday."], True),
+    ("Nora told Nora that she swims twice a week.", ["Twice a week, Tuesdays and Fridays."], True),
+    # the turn has the telling, or the person is the other speaker ("Mel" for Melanie)
+    ("Nora told Priya that her mum arrives on Friday.", ["I told Priya yesterday that mum arrives on Friday."], False),
+    ("Nora let Priya know about the move.", ["I let my manager Priya know about the move."], False),
+    ("Nora tells Mel about her trip.", ["Mel, the trip was amazing!"], False),
+])
+def test_told_named_unsaid(entry, turns, flagged):
+    assert screen.told_named_unsaid(entry, "Nora", turns, ["Melanie"]) is flagged

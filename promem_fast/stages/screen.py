@@ -1300,6 +1300,44 @@ def remark_on_speech(text: str, user_name: str) -> bool:
     return bool(said) and said.group("act").lower() in _REMARK_ACTS
 
 
+# "User told / informed / let Priya know that ...": the entry reports the user telling a named
+# person something
+_TOLD_NAMED = re.compile(r"^\s*(?:has\s+|had\s+)?(?P<verb>told|tells|informed|informs|let|lets|texted|texts|messaged|"
+                         r"messages|wrote\s+to|writes\s+to|said\s+to|says\s+to|mentioned\s+to|mentions\s+to)\s+"
+                         r"(?P<name>[A-Z][\w'-]+)\b")
+_TELLING_LEMMAS = frozenset("tell inform let text message write say mention explain update warn".split())
+
+
+def told_named_unsaid(text: str, user_name: str, user_turns: Sequence[str], others: Sequence[str] = ()) -> bool:
+    """True when the entry says the user told a named person something ("Elif informed Priya
+    that Mum arrives next Friday") and no user turn has the user tell that person: no verb of
+    telling ("tell", "inform", "let ... know", "text", "message", "write", "say", "mention")
+    before the name in a sentence with "I" / "we". The user said it to the other side of the
+    chat, and the name was one the turn mentioned ("I asked my manager Priya this morning").
+    The other speakers of the chat (``others``) are left alone: a turn speaks to them without
+    naming them. English entries that open with the user's name. Shape: (str, str, seq, seq) -> bool."""
+    body = _strip_subject(text, user_name)
+    if body == text.strip() or not text.isascii():
+        return False
+    m = _TOLD_NAMED.match(body)
+    if m is None:
+        return False
+    name = m.group("name")
+    if _short_of(name, {n.casefold() for n in name_parts(others, user_name)}) or name.lower() in _FUNCTION_WORDS:
+        return False  # the other speaker ("Mel" for Melanie), whom a turn need not name
+    for turn in user_turns:
+        for sent in _SENTENCE_END.split(turn.replace("\u2019", "'")):
+            toks = _TOKEN.findall(sent)
+            if name not in toks:
+                continue
+            before = [t.lower() for t in toks[:toks.index(name)]]
+            if not (set(before) & _FIRST_PERSON):
+                continue
+            if any(set(getAllLemmas(t, upos="VERB").get("VERB", ())) & _TELLING_LEMMAS for t in before):
+                return False
+    return True
+
+
 def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, sign-offs,

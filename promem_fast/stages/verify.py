@@ -68,6 +68,7 @@ EXCLAIMED_REASON = "a reaction put as a bare exclamation ('Poor Lukas!', 'Busy A
 OWNER_ADDED_REASON = "gives the user what the turn says of someone else with 'the' ('The physio says she ...')"
 OBJECT_OF_OTHER_REASON = "puts the user where the turn has 'him' / 'her' ('throwing him a party' -> 'throwing Ana a party')"
 NAMED_OTHER_REASON = "calls the user by another name ('Nikhil is a greyhound named Biscuit'): about that one, not the user"
+TOLD_REASON = "says the user told a named person what no user turn says they told them ('Elif informed Priya that ...')"
 ANSWERED_REASON = "answers the other side's question about someone else ('How's Leila?' - 'Tired but happy'), not of the user"
 CORRECTED_REASON = "holds a value the user corrected later in the session ('Sunday at 11, not Saturday')"
 NOT_SELF_REASON = "stated by a sentence said to the other side (advice, praise or a question), not of the user"
@@ -434,6 +435,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return OWNER_ADDED_REASON
     if screen.object_of_other(text, name, turn.content):
         return OBJECT_OF_OTHER_REASON
+    if screen.told_named_unsaid(text, name, state.user_turn_texts, others):
+        return TOLD_REASON
     pos = state.turn_pos.get(turn.turn_id, -1)
     value = screen.corrected_later(text, [t.content for t in state.user_text_turns
                                           if state.turn_pos.get(t.turn_id, -1) > pos], turn.content)
