@@ -77,6 +77,9 @@ def _rules() -> dict:
     }
 
 
+_STATES: dict = {}
+
+
 def hv_screen(m: dict):
     """The whole HV screen (:func:`promem_fast.stages.verify.screen_reason`) on memory ``m``:
     its reason, or None when it would go on to NLI (also when ``m`` has no premise turn)."""
@@ -87,7 +90,10 @@ def hv_screen(m: dict):
     turn = next((t for t in s.turns if t.turn_id == m["premise_id"]), None)
     if turn is None:
         return None
-    state = m.setdefault("_state", PipelineState.create(s, s.user_name, ""))
+    # one state per session: its user turns are read once for all of its memories
+    state = _STATES.get(s.session_id)
+    if state is None or state.session is not s:
+        state = _STATES[s.session_id] = PipelineState.create(s, s.user_name, "")
     return verify.screen_reason(state, m["text"], turn, state.other_speakers,
                                 [t.content for t in s.turns if t.role != "user"])
 

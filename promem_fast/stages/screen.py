@@ -1070,9 +1070,7 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_tex
         return _german_names_no_one(text, user_name, others, turn_texts)
     if not text.isascii():
         return False
-    low = text.casefold()
-    names = [user_name, (user_name.split() or [""])[0], "user", *others, *((o.split() or [""])[0] for o in others)]
-    if any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in names):
+    if _says_a_speaker_name(text, [user_name, "user", *others]):
         return False
     spans = list(_TOKEN.finditer(text))
     toks = [m.group() for m in spans]
@@ -1102,6 +1100,9 @@ schwiegervater""".split())
 _GERMAN_DETERMINERS = frozenset("""der die das den dem des ein eine einen einem einer eines kein keine keinen keinem
 am im zum zur vom beim ins ans aufs jeden jede jedes diese dieser diesen diesem dieses""".split())
 _GERMAN_PRONOUNS = frozenset("ich mich mir wir uns mein meine meinem meinen meiner unser unsere".split())
+# capitalised sentence openers that name no one ("Einen", "Er", "Zu")
+_GERMAN_FUNCTION_WORDS = _GERMAN_DETERMINERS | frozenset("""er sie es zu in an auf mit nach von bei für und aber dann
+auch noch schon jetzt heute morgen gestern""".split())
 _GERMAN_TOKEN = re.compile(r"\w+(?:-\w+)*", re.U)  # a compound stays one word ("Reha-Antrag")
 
 
@@ -1112,12 +1113,8 @@ def _german_names_no_one(text: str, user_name: str, others: Sequence[str], turn_
     a determiner ("Jana überlegt noch" names Jana; "Der Sozialdienst hat den Reha-Antrag
     gemacht", "die Reha geht am Dienstag los", "Einen Pflegegrad hat er nicht" name no one:
     a re-read that copied a sentence without the person it is about). German entries only
-    (:func:`~promem_fast.timeparse.language_of`); without ``turn_texts`` nothing is flagged."""
-    if not turn_texts or language_of(text) != "de" or not has_language_evidence(text):
-        return False
-    low = text.casefold()
-    names = [user_name, (user_name.split() or [""])[0], *others, *((o.split() or [""])[0] for o in others)]
-    if any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in names):
+    (:func:`names_no_one` calls it for those, with the turns)."""
+    if _says_a_speaker_name(text, [user_name, *others]):
         return False
     toks = _GERMAN_TOKEN.findall(text)
     if any(t.lower() in _GERMAN_PRONOUNS or t.lower() in _GERMAN_PERSON_WORDS for t in toks):
@@ -1126,15 +1123,15 @@ def _german_names_no_one(text: str, user_name: str, others: Sequence[str], turn_
     for turn in turn_texts:
         words = _GERMAN_TOKEN.findall(turn)
         after_det.update(w for prev, w in zip(words, words[1:]) if prev.lower() in _GERMAN_DETERMINERS)
-    return not any(t[:1].isupper() and t.replace("-", "").isalpha() and t not in after_det and t.lower() not in _GERMAN_DETERMINERS
-                   and t.lower() not in _CALENDAR_WORDS and not _german_function_word(t) for t in toks)
+    return not any(t[:1].isupper() and t.replace("-", "").isalpha() and t not in after_det
+                   and t.lower() not in _GERMAN_FUNCTION_WORDS and t.lower() not in _CALENDAR_WORDS for t in toks)
 
 
-def _german_function_word(token: str) -> bool:
-    """A capitalised sentence opener that names no one ("Einen", "Er", "Zu")."""
-    return token.lower() in _GERMAN_DETERMINERS or token.lower() in {
-        "er", "sie", "es", "zu", "in", "an", "auf", "mit", "nach", "von", "bei", "für", "und", "aber", "dann", "auch",
-        "noch", "schon", "jetzt", "heute", "morgen", "gestern"}
+def _says_a_speaker_name(text: str, names: Sequence[str]) -> bool:
+    """``text`` holds one of ``names`` or its first word as a whole word (case-insensitive)."""
+    low = text.casefold()
+    words = [*names, *((n.split() or [""])[0] for n in names)]
+    return any(n and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low) for n in words)
 
 
 # "Jon's statement is about the performers": the subject is something said in the
@@ -2459,7 +2456,7 @@ _ASKS_OF_HIM_HER = re.compile(
     r"(?:is|was|does|did|has|had|will|would|can|could)\s+(?:he|she)\b[^?]*\?+\s*$", re.I)
 
 
-def _answer_of_him_her(question: str, turn_text: str) -> bool:
+def _answer_of_him_her(question: str, first: str) -> bool:
     """The user's answer to a question of "he" / "she" is about that person: the question
     asks nothing of the user ("Is she coming to your party?" does), and the answer's first
     sentence, before any "he" / "she", has no verb in a past or "-ing" form, which a dropped
@@ -2467,13 +2464,12 @@ def _answer_of_him_her(question: str, turn_text: str) -> bool:
     form cannot be the user's ("Starts on Monday, she says")."""
     if set(t.lower() for t in _TOKEN.findall(question)) & (_ADDRESSEE | frozenset(["yours"])):
         return False
-    first = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())[0]
     for tok in _TOKEN.findall(first):
         low = tok.lower()
         if _CONTRACTED.sub("", low) in ("he", "she", "him", "her"):
             break
-        lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
-        if lemmas and low not in lemmas and (low.endswith("ing") or any(low in _verb_past(x) for x in lemmas)):
+        if _inflected_verb(low) and (low.endswith("ing") or any(
+                low in _verb_past(x) for x in getAllLemmas(low, upos="VERB")["VERB"])):
             return False
     return True
 
@@ -2490,14 +2486,14 @@ def answered_of_other(text: str, user_name: str, turn_text: str, previous_other_
     if not previous_other_turn or not reads_english(turn_text):
         return False
     last = [x for x in _SENTENCE_END.split(previous_other_turn.replace("\u2019", "'").strip()) if x.strip()]
+    sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())
     q = _ASKS_ABOUT_OTHER.search(last[-1]) if last else None
-    if q is None and not (last and _ASKS_OF_HIM_HER.search(last[-1]) and _answer_of_him_her(last[-1], turn_text)):
+    if q is None and not (last and _ASKS_OF_HIM_HER.search(last[-1]) and _answer_of_him_her(last[-1], sents[0])):
         return False
     if q is not None and q.group("role") is not None and not _PERSON_ROLE.fullmatch(q.group("role")):
         return False  # "How's your knee doing?", "How's the job going?"
     if q is not None and q.group("name") is not None and not q.group("state"):
         return False  # "How was Lisbon?"
-    sents = _SENTENCE_END.split(turn_text.replace("\u2019", "'").strip())
     toks = [t.lower() for t in _TOKEN.findall(sents[0])]
     while toks and toks[0] in _INTERJECTIONS:
         toks = toks[1:]
