@@ -480,7 +480,7 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("benchmark", choices=["halumem", "locomo", "longmemeval"])
     ev.add_argument("input", type=Path)
     ev.add_argument("--out", type=Path, default=Path("eval_out"))
-    ev.add_argument("--variants", default="promem", help="comma list: promem,one-off,v1,no-cc,no-hv,no-da,no-rel,no-detail-recovery,no-screen,no-lexical-nli,no-dedup")
+    ev.add_argument("--variants", default="promem", help="comma list: promem,one-off,v1,no-cc,no-hv,no-da,no-rel,no-detail-recovery,no-screen,no-lexical-nli,no-dedup,llm-reread")
     ev.add_argument("--judge", choices=["llm", "nli"], default="llm")
     ev.add_argument("--samples", help="LoCoMo sample ids, comma separated")
     ev.add_argument("--adversarial", action="store_true", help="LoCoMo: include category 5")

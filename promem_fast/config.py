@@ -204,6 +204,14 @@ class PipelineConfig(_Cfg):
         "the 1.5B model an event can name a topic without its content ('shared her reading preference') and "
         "match nothing useful (not in the paper).",
     )
+    recover_by: Literal["restate", "llm"] = Field(
+        default="restate",
+        description="recover_details: how an English turn is read again. 'restate': the sentence that holds a "
+        "missing detail is written about the user by rule (I -> the name, my -> the name's; a sentence with "
+        "no 'I' / 'my', a 'we', a question or an open 'she' / 'he' gives nothing), no LLM call; 'llm': one "
+        "short LLM call per turn. Other languages always take the call. With 'llm', half the facts the "
+        "1.5B model added on new dialogues were wrong or filler, most a third person's act given to the user.",
+    )
     max_detail_recoveries: int = Field(
         default=8, ge=0, description="recover_details: most user turns read again per session (most uncovered details first)."
     )

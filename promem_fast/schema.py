@@ -187,7 +187,7 @@ class MemoryGraph(_Model):
         'then this engine\'s own checks that were off while their stage ran: "no-refile" (details), '
         '"no-topic-anchor" (detail anchoring), "no-head-claim", "no-polarity", "no-screen", "no-lexical-nli" and '
         '"no-dedup" (hallucination verification), '
-        '"no-detail-recovery" (completeness check); '
+        '"no-detail-recovery" (completeness check); "llm-reread" when the detail re-read asked the LLM; '
         "empty for the full pipeline and for variants without those stages.",
     )
     events: list[Event] = Field(default_factory=list)

@@ -128,7 +128,7 @@ def test_add_stores_verified_entries_with_provenance(mem, embed):
     assert [r["event"] for r in out["results"]] == ["ADD"] * len(want)
     assert out["promem"]["extracted"] is True
     # the wish clause is screened out before NLI; the relation probes of all edges are one request
-    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 14
+    assert out["promem"]["llm_calls"] == graph.stats.llm_calls == 12
     assert out["promem"]["prompt_tokens"] == graph.stats.prompt_tokens
     got = mem.get_all(filters={"user_id": "caroline"}, top_k=100)["results"]
     assert sorted(r["memory"] for r in got) == sorted(want)

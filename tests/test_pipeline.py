@@ -22,7 +22,10 @@ from conftest import (DAY, DRAFT, FakeNLI, const, keyed, make_config, make_servi
 
 
 def run(session=None, services=None, **pipeline) -> tuple[MemoryGraph, object]:
+    """Extract with scripted models; the detail re-read asks the scripted LLM (``recover_by``
+    "llm") unless a test says otherwise, so every scripted stage is pinned."""
     services = services or make_services()
+    pipeline.setdefault("recover_by", "llm")
     g = Extractor(make_config(**pipeline), services).extract(session or make_session())
     return g, services
 
@@ -74,6 +77,18 @@ def test_full_promem_graph_exact():
                             "Alice takes Max to the park."),
     ]
     assert g.models == {"llm": "scripted", "nli": "fake-nli", "embed": "keyword"}
+
+
+def test_default_re_read_restates_the_turn_by_rule_without_a_call():
+    # recover_by "restate" (the default): t3's missing detail "park near house" becomes t3's own
+    # sentence about Alice; the scripted event "Alice takes Max to the park" (the turn says
+    # nothing of taking him) goes as its near-duplicate, and no recover request is made
+    g, svc = run(recover_by="restate")
+    assert event_rows(g)[1] == ("e2", "Max loves the park near Alice's house.", "recovered", "detail", ["t3"])
+    assert [r for r in event_rows(g) if r[0] != "e2"] == [r for r in FULL_EVENTS if r[0] != "e2"]
+    assert "recover" not in stages_called(svc)
+    assert g.stats.stages["recover"].llm_calls == 0 and g.stats.stages["recover"].prompt_tokens == 0
+    assert ("verify", "Alice takes Max to the park.") in [(d.stage, d.text) for d in g.discarded]
 
 
 def test_emoji_only_turn_yields_no_detail_and_is_never_asked_about():
@@ -293,6 +308,8 @@ def task_of(req) -> str:
     (dict(screen_entries=False, lexical_entailment=False, dedup=False), ["no-screen", "no-lexical-nli", "no-dedup"]),
     (dict(hallucination_verification=False, screen_entries=False, dedup=False), ["no-hv"]),
     (dict(recover_details=False), ["no-detail-recovery"]),
+    (dict(recover_by="llm"), ["llm-reread"]),
+    (dict(recover_by="llm", recover_details=False), ["no-detail-recovery"]),
     (dict(completeness_check=False, recover_details=False), ["no-cc"]),
     (dict(check_head_claim=False, detail_anchoring=False, anchor_within_topic=False), ["no-da", "no-head-claim"]),
 ])
@@ -448,7 +465,7 @@ def test_truncated_output_twice_raises_and_returns_nothing():
 def test_unreadable_relation_answer_drops_the_edges_and_keeps_the_memory():
     svc = make_services()
     svc.llm = TruncatingLLM("relation_verify", rules=promem_rules())
-    g = Extractor(make_config(), svc).extract(make_session())
+    g = Extractor(make_config(recover_by="llm"), svc).extract(make_session())
     full, _ = run()
     # every verified entry is there, as without the failure; no edge is kept
     assert [e.text for e in g.events] == [e.text for e in full.events] and g.events
@@ -462,7 +479,7 @@ def test_unreadable_relation_answer_drops_the_edges_and_keeps_the_memory():
 
 def test_extract_inside_running_event_loop():
     async def main():
-        return Extractor(make_config(), make_services()).extract(make_session())
+        return Extractor(make_config(recover_by="llm"), make_services()).extract(make_session())
 
     g = asyncio.run(main())
     assert event_rows(g) == FULL_EVENTS
@@ -485,7 +502,7 @@ def test_extract_calls_share_one_event_loop():
     # with asyncio.run per call it was closed with the first call's loop
     svc = make_services()
     svc.llm = LoopRecordingLLM(rules=promem_rules())
-    ex = Extractor(make_config(), svc)
+    ex = Extractor(make_config(recover_by="llm"), svc)
     first = ex.extract(make_session())
 
     async def inside_a_loop():
@@ -608,7 +625,7 @@ class OnceInvalidLLM(ScriptedLLM):
 def test_invalid_json_is_retried_with_the_rejected_answer_and_the_error():
     svc = make_services()
     svc.llm = OnceInvalidLLM("draft", rules=promem_rules())
-    g = Extractor(make_config(), svc).extract(make_session())
+    g = Extractor(make_config(recover_by="llm"), svc).extract(make_session())
     assert event_rows(g) == FULL_EVENTS  # the corrected answer is used, nothing else changes
     first, second = [c for c in svc.llm.calls if c.stage == "draft"]
     assert second.messages[: len(first.messages)] == first.messages  # prompt prefix unchanged

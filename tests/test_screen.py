@@ -2006,7 +2006,7 @@ async def _recover(rows, details, rule, entries=()):
     returns the state and the texts of the added entries."""
     from promem_fast.stages.complete import recover_from_details
     s = session(rows)
-    ctx = make_ctx(session=s, services=make_services(rules={"recover": rule}))
+    ctx = make_ctx(session=s, services=make_services(rules={"recover": rule}), recover_by="llm")
     state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
     state.entries.extend(Entry(text=t, origin="draft", status="kept", source_turn_ids=[tid]) for t, tid in entries)
     state.details = details

@@ -10,7 +10,9 @@ Variant names map to :class:`~promem_fast.config.PipelineConfig`:
   (``recover_details``);
 * ``no-screen`` / ``no-lexical-nli`` / ``no-dedup``: ``promem`` without the HV screen before
   NLI (``screen_entries``), the lexical entailment fast path (``lexical_entailment``) or the
-  dedup after HV (``dedup``).
+  dedup after HV (``dedup``);
+* ``llm-reread``: ``promem`` whose detail re-read asks the LLM for every turn
+  (``recover_by`` "llm") instead of restating English sentences by rule.
 
 Switches the base config already turned off (``--no-cc`` ...) stay off in every variant.
 """
@@ -36,12 +38,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-screen": {"variant": "promem", "screen_entries": False},
     "no-lexical-nli": {"variant": "promem", "lexical_entailment": False},
     "no-dedup": {"variant": "promem", "dedup": False},
+    "llm-reread": {"variant": "promem", "recover_by": "llm"},
 }
 
 VARIANT_LABELS = {
     "promem": "ProMem (Full)", "one-off": "One-off Extract", "v1": "ProMem v1", "no-cc": "w/o CC",
     "no-hv": "w/o HV", "no-da": "w/o DA", "no-rel": "w/o Rel", "no-detail-recovery": "w/o detail recovery",
     "no-screen": "w/o HV screen", "no-lexical-nli": "w/o lexical NLI", "no-dedup": "w/o dedup",
+    "llm-reread": "re-read by LLM",
 }
 
 

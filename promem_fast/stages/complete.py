@@ -21,7 +21,7 @@ from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
 from ..schema import Turn
 from . import screen
-from .extract import PAIR_SHARE, content_words, parse_facts, word_in
+from .extract import PAIR_SHARE, content_words, parse_facts, restate_sentence, word_in
 from .state import Entry, PipelineState, norm_key
 
 logger = logging.getLogger(__name__)
@@ -256,10 +256,15 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
             if only:
                 by_id[t] = by_id[t].model_copy(update={"content": only})
     per = p.recovered_facts_per_detail
-    reqs = [recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
-                            min(p.max_recovered_facts, per * len(missing[t])) if per else p.max_recovered_facts)
+    cap = {t: min(p.max_recovered_facts, per * len(missing[t])) if per else p.max_recovered_facts for t in todo}
+    # English turns are restated by rule (recover_by "restate"); others go to the model
+    by_rule = {t for t in todo if p.recover_by == "restate" and screen.reads_english(by_id[t].content)}
+    asked = [t for t in todo if t not in by_rule]
+    answers = await ctx.llm_json([recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
+                                                  cap[t]) for t in asked], STAGE) if asked else []
+    got = dict(zip(asked, answers))
+    outs = [restate_facts(by_id[t].content, state.user_name, missing[t], cap[t]) if t in by_rule else got[t]
             for t in todo]
-    outs = await ctx.llm_json(reqs, STAGE)
     name_words = set(content_words(state.user_name))
     others = state.other_speakers
     live = [state.entries[i].text.lower() for i in state.live_entries()]
@@ -292,6 +297,31 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
             logger.info("session %s: recovered from the details of %s: %r",
                         state.session.session_id, tid, fixed[:120])
     return added
+
+
+def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int) -> list[str]:
+    """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
+    each missing detail, the sentence of ``text`` holding most of its content words (at least
+    half, ties to the earlier sentence) written about the user by
+    :func:`~promem_fast.stages.extract.restate_sentence`; each sentence once, at most
+    ``max_facts``. A detail whose sentence is not one to restate (no "I" / "my", a question,
+    an open "she" / "he") gives nothing. With the 1.5B model re-reading the turn, half the
+    facts it added to the memories of the new dialogues were wrong or filler, most of them a
+    third person's act or thing given to the user (docs/evaluation.md). Shape: (str, str,
+    list of str, int) -> list of str."""
+    sents = [x.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'")) if x.strip()]
+    out: list[str] = []
+    for d in missing:
+        words = content_words(d)
+        if not words or len(out) >= max_facts:
+            continue
+        counts = [sum(word_in(w, x.lower(), pair_share=PAIR_SHARE) for w in words) for x in sents]
+        if not counts or 2 * max(counts) < len(words):
+            continue
+        fact = restate_sentence(sents[counts.index(max(counts))], user_name)
+        if fact and fact not in out:
+            out.append(fact)
+    return out
 
 
 def _own_missing(state: PipelineState, missing: dict[str, list[str]],

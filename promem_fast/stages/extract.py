@@ -161,6 +161,81 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     return None if out is None else re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out)
 
 
+# discourse words that open a chat sentence and say nothing of the fact ("But", "Oh and",
+# "Haha", "Honestly,"): left out of a restated sentence
+_CHAT_LEAD = re.compile(r"^(?:(?:but|and|so|oh|ah|also|plus|anyway|honestly|actually|well|yeah|yep|yes|no|ok|okay|"
+                        r"ha(?:ha)+|lol|btw|wow|hmm|um|omg|right|sure|deal|anyway)\b[\s,.!\u2013\u2014-]*)+", re.I)
+_CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|ha(?:ha)+|hehe|tbh|idk|btw|honestly|haha\w*))+\s*(?=[.!?]*\s*$)", re.I)
+# a subject pronoun whose person the sentence alone does not say ("She hates the new food, so I
+# mix in a little tuna": "she" is the cat of the sentence before)
+_POINTING_OPEN = re.compile(r"^(?:he|she|they|it|this|that|these|those|his|her|their|its)\b(?![-'\u2019]s\s+\w+ing)", re.I)
+_SINGULAR_SELF = re.compile(r"\b(?:I|I'm|I’m|I'd|I’d|I've|I’ve|I'll|I’ll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
+
+
+def _symbol(c: str) -> bool:
+    return unicodedata.category(c) in ("So", "Sk", "Cs", "Mn") or c in "\u200d\ufe0f"
+
+
+def _dropped_subject_verb(word: str) -> bool:
+    """``word`` opens a sentence whose "I" was dropped: a past form of a verb ("Lost",
+    "Spent") that is no noun or adjective ("Left", "Found" and "Saw" are also other verbs'
+    bases, "Broke" an adjective: not read)."""
+    low = word.lower()
+    if not word[:1].isupper() or getAllLemmas(low, upos="NOUN") or getAllLemmas(low, upos="ADJ"):
+        return False
+    lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
+    return any(low in getAllInflections(x, upos="VERB").get("VBD", ()) and low != x for x in lemmas)
+
+
+def _past_form(low: str) -> bool:
+    return any(low in getAllInflections(x, upos="VERB").get("VBD", ()) + getAllInflections(x, upos="VERB").get("VBN", ())
+               for x in getAllLemmas(low, upos="VERB").get("VERB", ()))
+
+
+def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
+    """One English sentence of a user turn as a memory about the user, written by rule, not
+    by the model: "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's
+    colleague Rui tore his ACL, so Rachel is covering his clients" (:func:`third_person`'s
+    repair: "I" -> the name with its verb agreeing, "my" -> "<name>'s", "me" -> the name).
+    The people the sentence names stay as it names them, so no fact is moved onto the user.
+
+    None when the sentence is not one to restate: a question; no singular first-person word
+    ("She's 84 and lives on her own": about someone else, or a remark); a plural one ("we",
+    "us": who else is meant is unknown); a subject pronoun whose person only the sentences
+    before say ("She hates the new food, so I mix in tuna"); fewer than 3 words left. A
+    sentence that drops its "I" gets the name back ("Lost my job" -> "<name> lost <name>'s
+    job", "Been to Rome" -> "<name> has been to Rome"). Chat
+    openers and tails ("But", "Haha", "lol") and emoji are left out; a capital opens the fact
+    and it ends with a full stop unless it ends with "!" or ".". Shape: (str, str) -> str | None.
+    """
+    text = "".join(c for c in sentence if not _symbol(c)).strip()
+    if not text or text.rstrip(" !.").endswith("?") or not user_name:
+        return None
+    text = _CHAT_TAIL.sub("", _CHAT_LEAD.sub("", text)).strip(" ,;:-\u2013\u2014")
+    quotes: list[str] = []
+
+    def hide(m: re.Match) -> str:
+        quotes.append(m.group())
+        return f"\x00{len(quotes) - 1}\x00"
+
+    bare = _FACT_QUOTE.sub(hide, text)
+    if len(bare.split()) < 3 or not _SINGULAR_SELF.search(bare) or _POINTING_OPEN.match(bare):
+        return None
+    out = _repair_first_person(bare, user_name, True)
+    if out is None:
+        return None
+    out = re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out).strip()
+    first = out.split(maxsplit=1)[0]
+    if _dropped_subject_verb(first):
+        out = f"{user_name} {first.lower()}{out[len(first):]}"  # "Lost my job" -> "<name> lost ..."
+    elif first.lower() == "been":
+        out = f"{user_name} has been{out[len(first):]}"
+    elif _past_form(first.lower()):
+        return None  # "Left my keys at work": dropped "I" or not, no subject to give it
+    out = out[:1].upper() + out[1:]
+    return out if out[-1:] in ".!" else out.rstrip(",;: ") + "."
+
+
 # a quotation or title inside a fact: "...", “...”, „...“, «...», »...«, ‚...‘, 「...」, 《...》,
 # or '...' whose inner apostrophes sit between letters ("'I'm not driving anything I can't park'")
 _FACT_QUOTE = re.compile(r"\"[^\"\n]+\"|[\u201c\u201e][^\u201c\u201d\u201e\n]+[\u201d\u201c]|\u00ab[^\u00bb\n]+\u00bb|"

@@ -134,12 +134,16 @@ def ablations(p) -> list[str]:
     """Names of the switches turned off in pipeline config ``p``: the ProMem ones (Table 2
     order), then this engine's own checks whose stage ran (``no-refile``,
     ``no-topic-anchor``, ``no-head-claim``, ``no-polarity``, ``no-screen``, ``no-lexical-nli``,
-    ``no-dedup``, ``no-detail-recovery``)."""
+    ``no-dedup``, ``no-detail-recovery``), and ``llm-reread`` when the detail re-read asked the LLM
+    (``recover_by`` "llm")."""
     # detail recovery needs the details stage as well as the completeness check
     ran = {"completeness_check": p.completeness_check and p.details}
-    return ([name for field, name in ABLATION_SWITCHES if not getattr(p, field)]
-            + [name for field, stage, name in EXTENSION_SWITCHES
-               if ran.get(stage, getattr(p, stage)) and not getattr(p, field)])
+    off = [name for field, stage, name in EXTENSION_SWITCHES
+           if ran.get(stage, getattr(p, stage)) and not getattr(p, field)]
+    # the re-read by the LLM is a choice, not an off switch, but a graph must say it ran
+    if ran["completeness_check"] and p.recover_details and p.recover_by == "llm":
+        off.append("llm-reread")
+    return [name for field, name in ABLATION_SWITCHES if not getattr(p, field)] + off
 
 
 async def run_promem(ctx: SessionContext, state: PipelineState, on_stage: OnStage = None) -> None:
