@@ -197,7 +197,8 @@ class PipelineConfig(_Cfg):
     recover_details: bool = Field(
         default=True,
         description="CC: after HV, each user turn with extracted details that no live entry states (every "
-        "content word of the detail in one entry, 4-letter stems) is read again in one short LLM call; a fact "
+        "content word of the detail in one entry, 4-letter stems) is read again (recover_by: by rule or one short "
+        "LLM call); a fact "
         "from it that states a missing detail (or takes >= 80 % of its words from the turn) and repeats no "
         "entry is added (origin 'detail', status 'recovered') and verified by HV like the others. Runs only "
         "with completeness_check and details on. The paper's CC compares only events with the draft; with "

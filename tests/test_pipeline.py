@@ -66,7 +66,7 @@ def test_full_promem_graph_exact():
     assert g.events[0].dates == ["2023-05-07"] and g.events[0].timestamp == DAY
     assert g.events[2].original_text == "Alice started a new job at Acme as a data scientist."
     assert detail_rows(g) == FULL_DETAILS and {d.anchored_by for d in g.details} == {"turn"}
-    assert g.ablations == []
+    assert g.ablations == ["llm-reread"]
     assert [(r.source, r.type, r.target, r.probe_question) for r in g.relations] == [
         ("e3", "causal", "e4", "Why did Alice buy a bike?")]
     assert [(t.id, t.turn_ids) for t in g.topics] == [("t1", ["t1", "t2", "t3", "t4"]), ("t2", ["t5", "t6", "t7", "t8"])]
@@ -211,7 +211,7 @@ def test_no_detail_anchoring_leaves_details_unanchored():
     g, _ = run(detail_anchoring=False)
     assert [(d.id, d.text, d.turn_id) for d in g.details] == [r[:3] for r in FULL_DETAILS]
     assert all(d.event_ids == [] and d.anchored_by is None for d in g.details)
-    assert g.ablations == ["no-da"]
+    assert g.ablations == ["no-da", "llm-reread"]
     assert event_rows(g) == FULL_EVENTS and "anchor" not in g.stats.stages
 
 
@@ -230,7 +230,7 @@ def test_a_misfiled_detail_is_refiled_and_anchored_by_its_topic():
     assert rows[:3] == [("puppy named Max", "t1", ["e1"], "turn"), ("adopted yesterday", "t1", ["e1"], "turn"),
                         ("park near house", "t3", ["e1"], "topic")]
     g_off, _ = run(services=make_services(rules=rules), refile_details=False, anchor_within_topic=False)
-    assert g.ablations == [] and g_off.ablations == ["no-refile", "no-topic-anchor"]
+    assert g.ablations == ["llm-reread"] and g_off.ablations == ["no-refile", "no-topic-anchor", "llm-reread"]
     assert "park near house" not in [d.text for d in g_off.details]
     assert ("details", "park near house", "not stated in turn t1") in [
         (d.stage, d.text, d.reason) for d in g_off.discarded]
@@ -323,7 +323,7 @@ def test_ablations_name_the_switches_that_were_off(switches, names):
 def test_no_relations_skips_inference_and_verification():
     g, svc = run(relations=False)
     assert g.relations == [] and "relations" not in stages_called(svc) and "relation_verify" not in stages_called(svc)
-    assert g.ablations == ["no-rel"]
+    assert g.ablations == ["no-rel", "llm-reread"]
     assert event_rows(g) == FULL_EVENTS and detail_rows(g) == FULL_DETAILS
 
 

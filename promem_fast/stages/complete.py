@@ -197,7 +197,9 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     was discarded by HV (e.g. a flipped "likes"). A name the turn says of its speaker that
     no detail lists and no entry states counts as a missing detail too
     (:func:`uncovered_names`: "Been only to Rome once."). Each such turn (at most
-    ``max_detail_recoveries``, most uncovered details first) is read again in one short
+    ``max_detail_recoveries``, most uncovered details first) is read again: an English turn
+    by rule (``recover_by`` "restate", :func:`restate_facts`: its own sentence written about
+    the user, no LLM call), any other turn (and every turn with "llm") in one short
     call (:func:`~promem_fast.prompts.extract.recover_request`, at most
     ``recovered_facts_per_detail`` facts per missing detail and ``max_recovered_facts`` in
     all; ``max_recovered_facts`` alone when it is 0). A returned fact becomes an
@@ -299,6 +301,9 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     return added
 
 
+_EMOJI_END = re.compile(r"(?<=[\u2600-\u27bf\U0001f000-\U0001faff])\s+(?=[A-Z])")
+
+
 def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int) -> list[str]:
     """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
     each missing detail, the sentence of ``text`` holding most of its content words (at least
@@ -309,7 +314,9 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int)
     facts it added to the memories of the new dialogues were wrong or filler, most of them a
     third person's act or thing given to the user (docs/evaluation.md). Shape: (str, str,
     list of str, int) -> list of str."""
-    sents = [x.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'")) if x.strip()]
+    # an emoji before a capital ends a chat sentence too ("how they look 😂 The estate ...")
+    sents = [y.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'"))
+             for y in _EMOJI_END.split(x) if y.strip()]
     out: list[str] = []
     for d in missing:
         words = content_words(d)

@@ -72,6 +72,7 @@ _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 _SINGULAR_FIRST_PERSON = [
     (re.compile(r"\bI(?:'m|’m| am)\b"), "{n} is"),
     (re.compile(r"\bI(?:'ve|’ve| have)\b"), "{n} has"),
+    (re.compile(r"\bI(?:'d|’d)(?= better\b)"), "{n} had"),
     (re.compile(r"\bI(?:'d|’d)\b"), "{n} would"),
     (re.compile(r"\bI(?:'ll|’ll)\b"), "{n} will"),
     (re.compile(r"\b(?:[Mm]y|[Mm]ine)\b"), "{n}'s"),
@@ -164,7 +165,8 @@ def third_person(text: str, user_name: str) -> Optional[str]:
 # discourse words that open a chat sentence and say nothing of the fact ("But", "Oh and",
 # "Haha", "Honestly,"): left out of a restated sentence
 _CHAT_LEAD = re.compile(r"^(?:(?:but|and|so|oh|ah|also|plus|anyway|honestly|actually|well|yeah|yep|yes|no|ok|okay|"
-                        r"ha(?:ha)+|lol|btw|wow|hmm|um|omg|right|sure|deal|anyway)\b[\s,.!\u2013\u2014-]*)+", re.I)
+                        r"ha(?:ha)+|lol|btw|wow|hmm|um|omg|right|sure|deal|hey|hi|hello|sorry|wait|ugh|yay|aww+|phew|i mean)"
+                        r"\b[\s,.!\u2013\u2014-]*)+", re.I)
 _CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|ha(?:ha)+|hehe|tbh|idk|btw|honestly|haha\w*))+\s*(?=[.!?]*\s*$)", re.I)
 # a subject pronoun whose person the sentence alone does not say ("She hates the new food, so I
 # mix in a little tuna": "she" is the cat of the sentence before)
@@ -185,6 +187,22 @@ def _dropped_subject_verb(word: str) -> bool:
         return False
     lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
     return any(low in getAllInflections(x, upos="VERB").get("VBD", ()) and low != x for x in lemmas)
+
+
+_NOUN_SUBJECT_VERBS = frozenset("""is was are were has had have will would can could should might must does did
+'s isn't wasn't hasn't won't can't doesn't didn't""".split())
+
+
+def _imperative_open(text: str) -> bool:
+    """``text`` opens with a verb's base form and no subject: asked of the other side ("Give
+    baby Noor a cuddle from me!"), or a dropped "I" whose tense is unknown."""
+    words = text.lower().split()
+    first = words[0].strip(",.!")
+    if first in ("let's", "lets", "don't", "do", "please"):
+        return True
+    # "Work is crazy", "Dance class was fun": a noun subject, its verb after it
+    after = words[1].strip(",.!") if len(words) > 1 else ""
+    return first in getAllLemmas(first, upos="VERB").get("VERB", ()) and after not in _NOUN_SUBJECT_VERBS
 
 
 def _past_form(low: str) -> bool:
@@ -218,12 +236,13 @@ def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
         quotes.append(m.group())
         return f"\x00{len(quotes) - 1}\x00"
 
-    bare = _FACT_QUOTE.sub(hide, text)
-    if len(bare.split()) < 3 or not _SINGULAR_SELF.search(bare) or _POINTING_OPEN.match(bare):
+    bare = re.sub(r"\s+", " ", _FACT_QUOTE.sub(hide, text))
+    if len(bare.split()) < 3 or not _SINGULAR_SELF.search(bare) or _POINTING_OPEN.match(bare) \
+            or _imperative_open(bare):
         return None
     out = _repair_first_person(bare, user_name, True)
-    if out is None:
-        return None
+    if out is None or re.search(r"\bI\b", out):
+        return None  # an "I" the repair left ("Sorry I ...", read as a numeral): not restated
     out = re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out).strip()
     first = out.split(maxsplit=1)[0]
     if _dropped_subject_verb(first):

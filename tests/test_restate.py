@@ -1,0 +1,84 @@
+"""The detail re-read by rule (pipeline.recover_by "restate"): a user turn's own sentence
+written about the user, never a third person's act moved onto the user."""
+
+from __future__ import annotations
+
+import pytest
+
+from promem_fast.stages.complete import restate_facts
+from promem_fast.stages.extract import restate_sentence
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("My colleague Rui tore his ACL playing five-a-side last week, so he's out for months and I'm covering "
+     "his clients until at least September.",
+     "Sam's colleague Rui tore his ACL playing five-a-side last week, so he's out for months and Sam is covering "
+     "his clients until at least September."),
+    # the third person keeps the act: only the user's own "I" becomes the name
+    ("But Henrik is leaving at the end of June, he's moving to Berlin with his girlfriend, so I'll be the only "
+     "architect left.",
+     "Henrik is leaving at the end of June, he's moving to Berlin with his girlfriend, so Sam will be the only "
+     "architect left."),
+    ("I love pottery lol 😄", "Sam loves pottery."),
+    ("I went to Rome in 2019 and I loved it!", "Sam went to Rome in 2019 and Sam loved it!"),
+    # a dropped "I" comes back as the name
+    ("Lost my job yesterday.", "Sam lost Sam's job yesterday."),
+    ("Been only to Rome once, my favourite trip.", "Sam has been only to Rome once, Sam's favourite trip."),
+    # a quotation keeps its speaker's words
+    ('My dad said "I am not selling the car" and I agreed.', 'Sam\'s dad said "I am not selling the car" and Sam agreed.'),
+    ("Haha, honestly I don't drive at all", "Sam doesn't drive at all."),
+])
+def test_a_sentence_is_written_about_the_user_by_rule(sentence, fact):
+    assert restate_sentence(sentence, "Sam") == fact
+
+
+@pytest.mark.parametrize("sentence", [
+    "Do I need a permit for that?",                       # a question
+    "She's 84 and lives on her own in a terraced house.",  # no "I" / "my": someone else's
+    "The bedroom and the only toilet are upstairs.",
+    "She hates the new food, so I mix in a little tuna.",   # "she" is said only before
+    "He says I drive like a nervous grandmother.",
+    "My brother Felix might join us in Kyoto.",            # "us": who else is unknown
+    "We're thinking of adopting a greyhound.",
+    "Left my keys at work.",                                # "left": no subject to give it
+    "I agree!",                                             # too short to be a memory
+    "",
+])
+def test_a_sentence_that_is_not_the_users_to_restate_gives_nothing(sentence):
+    assert restate_sentence(sentence, "Sam") is None
+
+
+def test_each_missing_detail_takes_the_sentence_that_holds_it():
+    turn = ("She's 84 and lives on her own. My mum broke her hip three weeks ago. "
+            "I take the bus to see her twice a week. The physio says stairs are a no.")
+    facts = restate_facts(turn, "Grace", ["mum broke hip", "bus twice a week", "physio stairs"], 6)
+    # the physio's sentence names no one of the user's: no fact, not one pinned on Grace
+    assert facts == ["Grace's mum broke her hip three weeks ago.", "Grace takes the bus to see her twice a week."]
+
+
+def test_a_sentence_is_restated_once_and_at_most_max_facts():
+    turn = "I adopted a cat named Pip last week. My sister Ana found her at the shelter."
+    assert restate_facts(turn, "Nora", ["adopted cat", "cat named Pip"], 6) == [
+        "Nora adopted a cat named Pip last week."]
+    assert restate_facts(turn, "Nora", ["adopted cat", "sister Ana shelter"], 1) == [
+        "Nora adopted a cat named Pip last week."]
+    # a detail with under half its words in any sentence gives nothing
+    assert restate_facts(turn, "Nora", ["kayak trip Norway"], 6) == []
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Give baby Noor a cuddle from me!", None),        # asked of the other side
+    ("Check out my new bike!", None),
+    ("Let's meet at my place.", None),
+    ("Work is crazy for me right now.", "Work is crazy for Sam right now."),  # a noun subject
+    ("Sorry I went quiet this week, it's been chaos.", "Sam went quiet this week, it's been chaos."),
+    ("Hey, I need help planning something.", "Sam needs help planning something."),
+    ("I'd better go and pack a bag for Mum.", "Sam had better go and pack a bag for Mum."),
+])
+def test_chat_openers_and_requests_are_not_read_as_the_users_facts(sentence, fact):
+    assert restate_sentence(sentence, "Sam") == fact
+
+
+def test_an_emoji_before_a_capital_ends_a_chat_sentence():
+    turn = "I just don't like how they look 😂 The Octavia estate sounds good though. My budget is 9k."
+    assert restate_facts(turn, "Hamid", ["doesn't like how they look"], 6) == ["Hamid just doesn't like how they look."]
