@@ -208,8 +208,9 @@ class PipelineConfig(_Cfg):
     recover_by: Literal["restate", "llm"] = Field(
         default="restate",
         description="recover_details: how an English turn is read again. 'restate': the sentence that holds a "
-        "missing detail is written about the user by rule (I -> the name, my -> the name's; a sentence with "
-        "no 'I' / 'my', a 'we', a question or an open 'she' / 'he' gives nothing), no LLM call; 'llm': one "
+        "missing detail is written about the user by rule (screen.restate_sentence: I -> the name, my -> the "
+        "name's; a sentence with no 'I' / 'my', a 'we' or 'you', a question, a request, a fragment or an open "
+        "'she' / 'he' gives nothing), no LLM call; 'llm': one "
         "short LLM call per turn. Other languages always take the call. With 'llm', half the facts the "
         "1.5B model added on new dialogues were wrong or filler, most a third person's act given to the user.",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from promem_fast.stages.complete import restate_facts
-from promem_fast.stages.extract import restate_sentence
+from promem_fast.stages.screen import restate_sentence
 
 
 @pytest.mark.parametrize("sentence, fact", [
@@ -82,3 +82,54 @@ def test_chat_openers_and_requests_are_not_read_as_the_users_facts(sentence, fac
 def test_an_emoji_before_a_capital_ends_a_chat_sentence():
     turn = "I just don't like how they look 😂 The Octavia estate sounds good though. My budget is 9k."
     assert restate_facts(turn, "Hamid", ["doesn't like how they look"], 6) == ["Hamid just doesn't like how they look."]
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    # a negation that opens the sentence stays
+    ("No more coffee for me after 3pm.", "No more coffee for Sam after 3pm."),
+    ("No one told me about the party.", "No one told Sam about the party."),
+    ("No, I haven't booked it yet.", "Sam hasn't booked it yet."),
+    # a common word before "I" is no numeral ("World War I"); nor is a name "me" became
+    ("Yesterday I adopted a cat.", "Yesterday Sam adopted a cat."),
+    ("When I was a kid, my dad took me fishing.", "When Sam was a kid, Sam's dad took Sam fishing."),
+    ("Tom told me I should apply.", "Tom told Sam Sam should apply."),
+    ("i love hiking with my dad", "Sam loves hiking with Sam's dad."),
+    ("I'd never been to Japan before.", "Sam had never been to Japan before."),
+    ("I'd like to visit my aunt.", "Sam would like to visit Sam's aunt."),
+    ("Finally finished my novel!", "Sam finally finished Sam's novel!"),
+    ("Can't wait for my vacation!", "Sam can't wait for Sam's vacation!"),
+    ("Haven't seen my brother in years.", "Sam hasn't seen Sam's brother in years."),
+    ("Hey Tom, I got the job!", "Sam got the job!"),
+    ("Mark and I are getting married.", "Mark and Sam are getting married."),
+    ("I love it ☺️ The hotel was great.", "Sam loves it The hotel was great."),
+    ("It was 30°C at my place.", None),                  # "It" opens: whose place is said before
+    ("My flat was 30°C all week.", "Sam's flat was 30°C all week."),
+    ("Until I tell my mom.", None),                       # a fragment
+    ("Sorry for my late reply.", None),
+    ("I miss you so much!", None),                        # said to the other side
+])
+def test_negations_dropped_subjects_and_chat_spellings(sentence, fact):
+    assert restate_sentence(sentence, "Sam") == fact
+
+
+def test_a_long_run_of_laughter_is_read_in_linear_time():
+    # two patterns matching the same "haha" made the tail regex exponential
+    assert restate_sentence("I passed my test " + "haha " * 200 + "really", "Sam") == \
+        "Sam passed Sam's test " + "haha " * 199 + "haha really."
+
+
+def test_the_earlier_sentence_gives_way_when_it_is_not_the_users():
+    turn = "My sister adopted a cat. I adopted a cat too."
+    assert restate_facts(turn, "Sam", ["adopted cat"], 6) == ["Sam's sister adopted a cat."]
+    turn = "She adopted a cat. I adopted a cat too."
+    assert restate_facts(turn, "Sam", ["adopted cat"], 6) == ["Sam adopted a cat too."]
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Oh my god, congratulations, I'm so happy for you all", None),   # "my god" is no one's
+    ("Oh my god, I passed my driving test!", "Sam passed Sam's driving test!"),
+    ("Ok I'm ordering the sofa bed now.", "Sam is ordering the sofa bed now."),
+    ("Yeah that I can do.", None),                       # "that" is said before
+])
+def test_exclamations_with_my_are_not_the_users(sentence, fact):
+    assert restate_sentence(sentence, "Sam") == fact

@@ -21,7 +21,7 @@ from ..prompts.common import turn_line
 from ..prompts.extract import recover_request
 from ..schema import Turn
 from . import screen
-from .extract import PAIR_SHARE, content_words, parse_facts, restate_sentence, word_in
+from .extract import PAIR_SHARE, content_words, parse_facts, word_in
 from .state import Entry, PipelineState, norm_key
 
 logger = logging.getLogger(__name__)
@@ -301,33 +301,32 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     return added
 
 
-_EMOJI_END = re.compile(r"(?<=[\u2600-\u27bf\U0001f000-\U0001faff])\s+(?=[A-Z])")
-
-
 def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int) -> list[str]:
     """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
     each missing detail, the sentence of ``text`` holding most of its content words (at least
-    half, ties to the earlier sentence) written about the user by
-    :func:`~promem_fast.stages.extract.restate_sentence`; each sentence once, at most
-    ``max_facts``. A detail whose sentence is not one to restate (no "I" / "my", a question,
-    an open "she" / "he") gives nothing. With the 1.5B model re-reading the turn, half the
+    half; :func:`.screen.chat_sentences`) that :func:`.screen.restate_sentence` writes about
+    the user, most words first, then the earlier; each fact once, at most ``max_facts``. A
+    detail none of whose sentences is the user's to restate (no "I" / "my", a "we" or "you",
+    a question, an open "she" / "he", a request) gives nothing. With the 1.5B model re-reading the turn, half the
     facts it added to the memories of the new dialogues were wrong or filler, most of them a
     third person's act or thing given to the user (docs/evaluation.md). Shape: (str, str,
     list of str, int) -> list of str."""
-    # an emoji before a capital ends a chat sentence too ("how they look 😂 The estate ...")
-    sents = [y.strip() for x in screen._SENTENCE_END.split(text.replace("\u2019", "'"))
-             for y in _EMOJI_END.split(x) if y.strip()]
+    sents = screen.chat_sentences(text)
     out: list[str] = []
     for d in missing:
         words = content_words(d)
-        if not words or len(out) >= max_facts:
+        if not words or not sents:
             continue
+        if len(out) >= max_facts:
+            break
         counts = [sum(word_in(w, x.lower(), pair_share=PAIR_SHARE) for w in words) for x in sents]
-        if not counts or 2 * max(counts) < len(words):
-            continue
-        fact = restate_sentence(sents[counts.index(max(counts))], user_name)
-        if fact and fact not in out:
-            out.append(fact)
+        # the sentences that hold at least half its words, most first: the first one to restate
+        for k in sorted((k for k, n in enumerate(counts) if 2 * n >= len(words)), key=lambda k: (-counts[k], k)):
+            fact = screen.restate_sentence(sents[k], user_name)
+            if fact:
+                if fact not in out:
+                    out.append(fact)
+                break
     return out
 
 

@@ -15,7 +15,7 @@ import functools
 import logging
 import re
 import unicodedata
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from lemminflect import getAllInflections, getAllLemmas
 
@@ -72,12 +72,22 @@ _PLURAL_FIRST_PERSON = re.compile(r"\b(" + _PLURAL_FORMS + r")\b")
 _SINGULAR_FIRST_PERSON = [
     (re.compile(r"\bI(?:'m|’m| am)\b"), "{n} is"),
     (re.compile(r"\bI(?:'ve|’ve| have)\b"), "{n} has"),
-    (re.compile(r"\bI(?:'d|’d)(?= better\b)"), "{n} had"),
     (re.compile(r"\bI(?:'d|’d)\b"), "{n} would"),
     (re.compile(r"\bI(?:'ll|’ll)\b"), "{n} will"),
     (re.compile(r"\b(?:[Mm]y|[Mm]ine)\b"), "{n}'s"),
     (re.compile(r"\b(?:[Mm]e|[Mm]yself)\b"), "{n}"),
 ]
+# "I'd" is "I had" before a past participle or "better" ("I'd never been", "I'd better go")
+_I_HAD = re.compile(r"\bI(?:'d|’d)(\s+(?:never|already|just|not|ever|only|always|really|since))?(?=\s+(\w+))")
+
+
+def _had_form(word: str) -> bool:
+    low = word.lower()
+    return low == "better" or any(low != x and low in getAllInflections(x, upos="VERB").get("VBN", ())
+                                  for x in getAllLemmas(low, upos="VERB").get("VERB", ()))
+
+
+_I_FORMS = 4  # the patterns above "my": the "I" forms, read before a bare "I"
 # a bare "I" right after a capitalised word ("World War I", "Henry I") or a noun that
 # numbers ("phase I trial", "type I diabetes") is a numeral, kept; the verb after any other
 # (past one adverb) is read to agree with the name that replaces it
@@ -144,13 +154,7 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     """
     # what the fact quotes keeps its speaker's words ("she said 'I'm not driving it'" is
     # hers, "Never Let Me Go" a title): the rest is read and repaired with the quotes aside
-    quotes: list[str] = []
-
-    def hide(m: re.Match) -> str:
-        quotes.append(m.group())
-        return f"\x00{len(quotes) - 1}\x00"
-
-    bare = _FACT_QUOTE.sub(hide, text)
+    bare, restore = hide_quotes(text)
     english = bool(_FIRST_PERSON.search(bare))
     if not english and not _other_first_person(bare):
         return text
@@ -158,101 +162,20 @@ def third_person(text: str, user_name: str) -> Optional[str]:
     opens = [w for w in (user_name, first) if w and w.lower() != "user"]
     if not any(_opens_with(text, w, genitive_s=not english) for w in opens):
         return None
-    out = _repair_first_person(bare, user_name, english)
-    return None if out is None else re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out)
+    out = repair_first_person(bare, user_name, english)
+    return None if out is None else restore(out)
 
 
-# discourse words that open a chat sentence and say nothing of the fact ("But", "Oh and",
-# "Haha", "Honestly,"): left out of a restated sentence
-_CHAT_LEAD = re.compile(r"^(?:(?:but|and|so|oh|ah|also|plus|anyway|honestly|actually|well|yeah|yep|yes|no|ok|okay|"
-                        r"ha(?:ha)+|lol|btw|wow|hmm|um|omg|right|sure|deal|hey|hi|hello|sorry|wait|ugh|yay|aww+|phew|i mean)"
-                        r"\b[\s,.!\u2013\u2014-]*)+", re.I)
-_CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|ha(?:ha)+|hehe|tbh|idk|btw|honestly|haha\w*))+\s*(?=[.!?]*\s*$)", re.I)
-# a subject pronoun whose person the sentence alone does not say ("She hates the new food, so I
-# mix in a little tuna": "she" is the cat of the sentence before)
-_POINTING_OPEN = re.compile(r"^(?:he|she|they|it|this|that|these|those|his|her|their|its)\b(?![-'\u2019]s\s+\w+ing)", re.I)
-_SINGULAR_SELF = re.compile(r"\b(?:I|I'm|I’m|I'd|I’d|I've|I’ve|I'll|I’ll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
-
-
-def _symbol(c: str) -> bool:
-    return unicodedata.category(c) in ("So", "Sk", "Cs", "Mn") or c in "\u200d\ufe0f"
-
-
-def _dropped_subject_verb(word: str) -> bool:
-    """``word`` opens a sentence whose "I" was dropped: a past form of a verb ("Lost",
-    "Spent") that is no noun or adjective ("Left", "Found" and "Saw" are also other verbs'
-    bases, "Broke" an adjective: not read)."""
-    low = word.lower()
-    if not word[:1].isupper() or getAllLemmas(low, upos="NOUN") or getAllLemmas(low, upos="ADJ"):
-        return False
-    lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
-    return any(low in getAllInflections(x, upos="VERB").get("VBD", ()) and low != x for x in lemmas)
-
-
-_NOUN_SUBJECT_VERBS = frozenset("""is was are were has had have will would can could should might must does did
-'s isn't wasn't hasn't won't can't doesn't didn't""".split())
-
-
-def _imperative_open(text: str) -> bool:
-    """``text`` opens with a verb's base form and no subject: asked of the other side ("Give
-    baby Noor a cuddle from me!"), or a dropped "I" whose tense is unknown."""
-    words = text.lower().split()
-    first = words[0].strip(",.!")
-    if first in ("let's", "lets", "don't", "do", "please"):
-        return True
-    # "Work is crazy", "Dance class was fun": a noun subject, its verb after it
-    after = words[1].strip(",.!") if len(words) > 1 else ""
-    return first in getAllLemmas(first, upos="VERB").get("VERB", ()) and after not in _NOUN_SUBJECT_VERBS
-
-
-def _past_form(low: str) -> bool:
-    return any(low in getAllInflections(x, upos="VERB").get("VBD", ()) + getAllInflections(x, upos="VERB").get("VBN", ())
-               for x in getAllLemmas(low, upos="VERB").get("VERB", ()))
-
-
-def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
-    """One English sentence of a user turn as a memory about the user, written by rule, not
-    by the model: "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's
-    colleague Rui tore his ACL, so Rachel is covering his clients" (:func:`third_person`'s
-    repair: "I" -> the name with its verb agreeing, "my" -> "<name>'s", "me" -> the name).
-    The people the sentence names stay as it names them, so no fact is moved onto the user.
-
-    None when the sentence is not one to restate: a question; no singular first-person word
-    ("She's 84 and lives on her own": about someone else, or a remark); a plural one ("we",
-    "us": who else is meant is unknown); a subject pronoun whose person only the sentences
-    before say ("She hates the new food, so I mix in tuna"); fewer than 3 words left. A
-    sentence that drops its "I" gets the name back ("Lost my job" -> "<name> lost <name>'s
-    job", "Been to Rome" -> "<name> has been to Rome"). Chat
-    openers and tails ("But", "Haha", "lol") and emoji are left out; a capital opens the fact
-    and it ends with a full stop unless it ends with "!" or ".". Shape: (str, str) -> str | None.
-    """
-    text = "".join(c for c in sentence if not _symbol(c)).strip()
-    if not text or text.rstrip(" !.").endswith("?") or not user_name:
-        return None
-    text = _CHAT_TAIL.sub("", _CHAT_LEAD.sub("", text)).strip(" ,;:-\u2013\u2014")
+def hide_quotes(text: str) -> tuple[str, Callable[[str], str]]:
+    """``text`` with each quotation or title (:data:`_FACT_QUOTE`) replaced by a placeholder,
+    and the function that puts them back: what a quote says keeps its speaker's words."""
     quotes: list[str] = []
 
     def hide(m: re.Match) -> str:
         quotes.append(m.group())
         return f"\x00{len(quotes) - 1}\x00"
 
-    bare = re.sub(r"\s+", " ", _FACT_QUOTE.sub(hide, text))
-    if len(bare.split()) < 3 or not _SINGULAR_SELF.search(bare) or _POINTING_OPEN.match(bare) \
-            or _imperative_open(bare):
-        return None
-    out = _repair_first_person(bare, user_name, True)
-    if out is None or re.search(r"\bI\b", out):
-        return None  # an "I" the repair left ("Sorry I ...", read as a numeral): not restated
-    out = re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out).strip()
-    first = out.split(maxsplit=1)[0]
-    if _dropped_subject_verb(first):
-        out = f"{user_name} {first.lower()}{out[len(first):]}"  # "Lost my job" -> "<name> lost ..."
-    elif first.lower() == "been":
-        out = f"{user_name} has been{out[len(first):]}"
-    elif _past_form(first.lower()):
-        return None  # "Left my keys at work": dropped "I" or not, no subject to give it
-    out = out[:1].upper() + out[1:]
-    return out if out[-1:] in ".!" else out.rstrip(",;: ") + "."
+    return _FACT_QUOTE.sub(hide, text), lambda out: re.sub(r"\x00(\d+)\x00", lambda m: quotes[int(m.group(1))], out)
 
 
 # a quotation or title inside a fact: "...", “...”, „...“, «...», »...«, ‚...‘, 「...」, 《...》,
@@ -263,7 +186,7 @@ _FACT_QUOTE = re.compile(r"\"[^\"\n]+\"|[\u201c\u201e][^\u201c\u201d\u201e\n]+[\
                          r"(?<!\w)['\u2018](?:[^'\u2018\u2019\n]|(?<=\w)['\u2019](?=\w))+?['\u2019](?!\w)")
 
 
-def _repair_first_person(text: str, user_name: str, english: bool) -> Optional[str]:
+def repair_first_person(text: str, user_name: str, english: bool) -> Optional[str]:
     """:func:`third_person` past its checks of the opening name: ``text`` with its quotes
     held aside."""
     if _PLURAL_FIRST_PERSON.search(text) or _ZH_FIRST_PLURAL.search(text) or _DE_FIRST_COPY.search(text):
@@ -273,7 +196,8 @@ def _repair_first_person(text: str, user_name: str, english: bool) -> Optional[s
         lambda m: user_name if m.group().lower() in ("mir", "mich") else _german_genitive(user_name), text)
     if not english:
         return text
-    for pat, repl in _SINGULAR_FIRST_PERSON:
+    text = _I_HAD.sub(lambda m: f"{user_name} had{m.group(1) or ''}" if _had_form(m.group(2)) else m.group(0), text)
+    for pat, repl in _SINGULAR_FIRST_PERSON[:_I_FORMS]:
         text = pat.sub(repl.format(n=user_name), text)
 
     def bare_i(m: re.Match) -> str:
@@ -285,7 +209,12 @@ def _repair_first_person(text: str, user_name: str, english: bool) -> Optional[s
         agree = m.group(2) is not None and _COMPOUND_SUBJECT.search(text[:m.start()]) is None
         return user_name + (m.group(2) or "") + (third_person_verb(verb) if agree else verb)
 
-    return _BARE_I.sub(bare_i, text)
+    text = _BARE_I.sub(bare_i, text)
+    # "me" / "my" after the bare "I": "Tom told me I should" must not read "Tom told Sam I" as
+    # a numeral after a name
+    for pat, repl in _SINGULAR_FIRST_PERSON[_I_FORMS:]:
+        text = pat.sub(repl.format(n=user_name), text)
+    return text
 
 
 # a name or a possessed / determined noun right before "and" / "or" in front of an "I"

@@ -41,7 +41,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from lemminflect import getAllInflections, getAllLemmas
 
 from ..timeparse import has_language_evidence, language_of
-from .extract import _WORD, PAIR_SHARE, content_words, word_in
+from .extract import _WORD, PAIR_SHARE, content_words, hide_quotes, repair_first_person, word_in
 
 # An entry is stated by a turn when this share of its content words occurs there.
 MIN_SUPPORT = 0.5
@@ -3050,3 +3050,121 @@ def focus_premise(turn_text: str, hypothesis: str, user_name: str, max_words: in
 
 
 _PRONOUN_START = re.compile(r"(?:he|she|it|they|this|that|these|those|there)\b", re.I)
+
+
+# -- the detail re-read by rule (pipeline.recover_by "restate") --------------------------------
+
+# chat words that open a sentence and say nothing of its fact ("But", "Oh", "Haha"), always
+# left out; and those left out only before a comma or stop, since they may start the fact
+# ("No more coffee for me", "So many people came"); a greeting takes the name it greets
+_CHAT_LEAD = re.compile(
+    r"^(?:(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|but|and|also|plus|oh|ah|haha\w*|lol|btw|ugh|yay|aww+|phew|omg|"
+    r"wow|hmm|um|actually|honestly|anyway|sorry|ok|okay|yeah|yep|yes)"
+    r"\b|(?:hey|hi|hello|thanks|dear)(?:\s+[A-Z][\w'-]*)?(?=\s*[,.!])|"
+    r"(?:so|well|no|right|sure|deal|wait|i mean)(?=\s*[,.!\u2013\u2014-]))"
+    r"[\s,.!\u2013\u2014-]*)+", re.I)
+_CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|haha\w*|hehe|tbh|idk|btw))+\s*(?=[.!?]*\s*$)", re.I)
+# emoji (and the joiner / variation selector that follow some): dropped from a fact; one
+# before a capital ends a chat sentence ("how they look \U0001f602 The estate ...")
+_EMOJI = re.compile(r"[\u2600-\u27bf\U0001f000-\U0001faff\u200d\ufe0f]")
+_EMOJI_END = re.compile(r"(?<=[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f])\s+(?=[A-Z])")
+# a subject pronoun that only the sentences before resolve ("She hates the new food, so I ...")
+_POINTING_OPEN = re.compile(r"^(?:he|she|they|it|this|that|these|those|his|her|their|its)\b", re.I)
+_SINGULAR_SELF = frozenset("i i'm i've i'd i'll me my mine myself".split())
+# a sentence that opens with these and has no comma is a fragment ("Until I tell my mom.")
+_FRAGMENT_OPEN = frozenset("until for because since if unless when while after before though although as".split())
+# modals and auxiliaries that open a sentence whose "I" was dropped ("Can't wait for my trip")
+_DROPPED_I_AUX = {"can't": "can't", "couldn't": "couldn't", "won't": "won't", "wouldn't": "wouldn't",
+                  "didn't": "didn't", "haven't": "hasn't", "hadn't": "hadn't", "wasn't": "wasn't"}
+_LEAD_ADVERBS = frozenset("just finally already also still recently only actually totally".split())
+
+
+def _dropped_i(words: Sequence[str]) -> Optional[int]:
+    """How many opening words (an adverb, then a past form or a negated auxiliary) tell that
+    the sentence dropped its "I" ("Finally finished my novel", "Can't wait for my trip",
+    "Lost my job"), None when it does not open so. A past form that is also a noun or an
+    adjective ("Left", "Broke") or another verb's base ("Found", "Saw") is not read."""
+    k = 1 if words and words[0].lower() in _LEAD_ADVERBS else 0
+    if k >= len(words):
+        return None
+    w = words[k].lower().replace("\u2019", "'")
+    if w in _DROPPED_I_AUX:
+        return k
+    lemmas = getAllLemmas(w)
+    if set(lemmas) - {"VERB"} or w in lemmas.get("VERB", ()):
+        return None
+    return k if any(w in _verb_past(x) for x in lemmas.get("VERB", ())) else None
+
+
+def _requests(words: Sequence[str]) -> bool:
+    """The sentence opens with a verb's base form and no subject: asked of the other side
+    ("Give Noor a cuddle from me!", "Let's meet at mine"); not a noun subject with its verb
+    ("Work is crazy"), nor a name joined to another ("Mark and I")."""
+    first = words[0].lower().strip(",.!")
+    if first in ("let's", "lets", "don't", "do", "please"):
+        return True
+    after = words[1].lower().strip(",.!") if len(words) > 1 else ""
+    return _bare_verb(first) is not None and after not in _AFTER_NOUN_SUBJECT | {"and", "&", "'s"}
+
+
+def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
+    """One English sentence of a user turn written about the user by rule, not by the model:
+    "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's colleague Rui
+    tore his ACL, so Rachel is covering his clients" (:func:`~.extract.repair_first_person`:
+    "I" -> the name with its verb agreeing, "my" -> "<name>'s", "me" -> the name; quotations
+    keep their speaker's words). The people the sentence names stay as it names them, so no
+    one's act or thing is moved onto the user.
+
+    None when the sentence is not the user's to restate: a question; no singular first-person
+    word ("She's 84 and lives on her own": someone else's, or a remark); a plural one ("we",
+    "us": who else is meant is unknown); "you" / "your" (said to the other side); an opening
+    pronoun that only the sentences before resolve ("She hates the new food, so I mix in
+    tuna"); a request ("Give Noor a cuddle from me!"); a fragment ("Until I tell my mom.");
+    an opening past form with no subject to give it ("Left my keys"); fewer than 3 words. A
+    dropped "I" comes back as the name ("Lost my job" -> "<name> lost <name>'s job", "Can't
+    wait for my trip" -> "<name> can't wait ..."). Chat openers and tails ("But", "Haha",
+    "lol", "Hey Tom,") and emoji are left out; the fact opens with a capital and ends with a
+    full stop unless it ends with "!". Shape: (str, str) -> str | None."""
+    text = re.sub(r"\s+", " ", _EMOJI.sub(" ", sentence.replace("\u2019", "'"))).strip()
+    if not text or not user_name or _is_question(text):
+        return None
+    text = _CHAT_TAIL.sub("", _CHAT_LEAD.sub("", text)).strip(" ,;:-\u2013\u2014")
+    text = re.sub(r"\bi(?=(?:'(?:m|ve|d|ll))?\b(?![.\w]))", "I", text)  # chat's lower-case "i"
+    bare, restore = hide_quotes(text)
+    words = bare.split()
+    toks = {t.lower() for t in _TOKEN.findall(bare)}
+    if (len(words) < 3 or not toks & _SINGULAR_SELF or toks & _ADDRESSEE or _POINTING_OPEN.match(bare)
+            or _requests(words) or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
+        return None
+    k = _dropped_i(words)
+    if k is None and words[0] != "I" and not words[0].startswith("I'") and getAllLemmas(words[0].lower()) \
+            and not _name_like(words[0]):
+        bare = words[0].lower() + bare[len(words[0]):]  # "Yesterday I ...": no numeral "Yesterday I"
+    out = repair_first_person(bare, user_name, True)
+    if out is None or re.search(r"\bI\b", out):
+        return None  # a plural first person, or an "I" the repair read as a numeral
+    out = restore(out).strip()
+    first = out.split(maxsplit=1)[0]
+    if k is not None:  # "Finally finished my novel" -> "<name> finally finished ..."
+        ws = out.split()
+        out = " ".join([user_name, *(w.lower() for w in ws[:k]), _DROPPED_I_AUX.get(ws[k].lower(), ws[k].lower()),
+                        *ws[k + 1:]])
+    elif first.lower() == "been":
+        out = f"{user_name} has been{out[len(first):]}"
+    elif any(first.lower() in _verb_past(x) for x in getAllLemmas(first.lower()).get("VERB", ())) \
+            and first.lower() not in getAllLemmas(first.lower()).get("VERB", ()):
+        return None  # "Left my keys at work": no subject to give it
+    out = out[:1].upper() + out[1:]
+    return out if out[-1:] in ".!" else out.rstrip(",;: ") + "."
+
+
+def _name_like(word: str) -> bool:
+    """A capitalised word lemminflect knows as no common word ("Tom", "Rui")."""
+    return word[:1].isupper() and not getAllLemmas(word.lower())
+
+
+def chat_sentences(text: str) -> list[str]:
+    """``text`` cut into sentences at stops (:data:`_SENTENCE_END`) and at an emoji before a
+    capital; typographic apostrophes read as plain ones."""
+    return [y.strip() for x in _SENTENCE_END.split(text.replace("\u2019", "'"))
+            for y in _EMOJI_END.split(x) if y.strip()]
