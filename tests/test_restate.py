@@ -52,8 +52,9 @@ def test_each_missing_detail_takes_the_sentence_that_holds_it():
     turn = ("She's 84 and lives on her own. My mum broke her hip three weeks ago. "
             "I take the bus to see her twice a week. The physio says stairs are a no.")
     facts = restate_facts(turn, "Grace", ["mum broke hip", "bus twice a week", "physio stairs"], 6)
-    # the physio's sentence names no one of the user's: no fact, not one pinned on Grace
-    assert facts == ["Grace's mum broke her hip three weeks ago.", "Grace takes the bus to see her twice a week."]
+    # the physio's sentence names no one of the user's: no fact, not one pinned on Grace; "see
+    # her" names no one either
+    assert facts == ["Grace's mum broke her hip three weeks ago."]
 
 
 def test_a_sentence_is_restated_once_and_at_most_max_facts():
@@ -133,3 +134,37 @@ def test_the_earlier_sentence_gives_way_when_it_is_not_the_users():
 ])
 def test_exclamations_with_my_are_not_the_users(sentence, fact):
     assert restate_sentence(sentence, "Sam") == fact
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    # "she" / "he" before anyone is named: only the turns before say who
+    ("Sorry, I got it wrong earlier, she comes home on Wednesday the 16th.", None),
+    ("I was so scared of dropping her I didn't move for 40 minutes.", None),
+    ("Measuring is a good idea, I'll ask Lucía to do it, she has the keys.",
+     "Measuring is a good idea, Sam will ask Lucía to do it, she has the keys."),
+    ("My mum broke her hip and she's coming home.", "Sam's mum broke her hip and she's coming home."),
+    ("I PASSED MY DRIVING TEST", None),                   # shouted "MY" is left as it is: not restated
+    ("Ha, Miso loved me.", "Miso loved Sam."),
+])
+def test_a_person_said_before_anyone_is_named_is_not_restated(sentence, fact):
+    assert restate_sentence(sentence, "Sam") == fact
+
+
+def test_an_opening_she_after_a_sentence_naming_one_person_is_that_persons():
+    turn = ("My partner Efua is the one who actually knows plants. She grew up on her grandmother's farm "
+            "outside Kumasi. She works Saturdays at the pharmacy. Our son Kwame is 9. He's decided to grow a pumpkin.")
+    assert restate_facts(turn, "Kofi", ["grew up farm Kumasi", "works Saturdays pharmacy", "grow pumpkin"], 6) == [
+        "Kofi's partner Efua grew up on her grandmother's farm outside Kumasi.",
+        # the sentence before names a place, not a person: no fact
+        "Kofi's son Kwame's decided to grow a pumpkin."]
+
+
+@pytest.mark.parametrize("before", [
+    "Haha he did.",                                 # a chat word is no person
+    "My brother Tom and my sister Ana came.",       # two people: which one is unknown
+    "It rained all day in Porto.",                  # a place
+])
+def test_an_opening_pronoun_is_left_alone_when_the_sentence_before_names_no_single_person(before):
+    from promem_fast.stages.screen import resolve_opening_pronoun
+
+    assert resolve_opening_pronoun("She says I drive like a grandmother.", before, "Sam") is None

@@ -305,7 +305,9 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int)
     """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
     each missing detail, the sentence of ``text`` holding most of its content words (at least
     half; :func:`.screen.chat_sentences`) that :func:`.screen.restate_sentence` writes about
-    the user, most words first, then the earlier; each fact once, at most ``max_facts``. A
+    the user, most words first, then the earlier; a sentence that opens with "she" / "he"
+    right after one that names a single person is read as that person's
+    (:func:`.screen.resolve_opening_pronoun`); each fact once, at most ``max_facts``. A
     detail none of whose sentences is the user's to restate (no "I" / "my", a "we" or "you",
     a question, an open "she" / "he", a request) gives nothing. With the 1.5B model re-reading the turn, half the
     facts it added to the memories of the new dialogues were wrong or filler, most of them a
@@ -323,6 +325,9 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int)
         # the sentences that hold at least half its words, most first: the first one to restate
         for k in sorted((k for k, n in enumerate(counts) if 2 * n >= len(words)), key=lambda k: (-counts[k], k)):
             fact = screen.restate_sentence(sents[k], user_name)
+            named = screen.resolve_opening_pronoun(sents[k], sents[k - 1], user_name) if k and not fact else None
+            if named:  # "She grew up ..." after "My partner Efua ...": Efua's fact
+                fact = screen.restate_sentence(named, user_name, about_named=True)
             if fact:
                 if fact not in out:
                     out.append(fact)

@@ -3058,7 +3058,7 @@ _PRONOUN_START = re.compile(r"(?:he|she|it|they|this|that|these|those|there)\b",
 # left out; and those left out only before a comma or stop, since they may start the fact
 # ("No more coffee for me", "So many people came"); a greeting takes the name it greets
 _CHAT_LEAD = re.compile(
-    r"^(?:(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|but|and|also|plus|oh|ah|haha\w*|lol|btw|ugh|yay|aww+|phew|omg|"
+    r"^(?:(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|but|and|also|plus|oh|ah|ha|haha\w*|lol|btw|ugh|yay|aww+|phew|omg|"
     r"wow|hmm|um|actually|honestly|anyway|sorry|ok|okay|yeah|yep|yes)"
     r"\b|(?:hey|hi|hello|thanks|dear)(?:\s+[A-Z][\w'-]*)?(?=\s*[,.!])|"
     r"(?:so|well|no|right|sure|deal|wait|i mean)(?=\s*[,.!\u2013\u2014-]))"
@@ -3107,7 +3107,7 @@ def _requests(words: Sequence[str]) -> bool:
     return _bare_verb(first) is not None and after not in _AFTER_NOUN_SUBJECT | {"and", "&", "'s"}
 
 
-def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
+def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -> Optional[str]:
     """One English sentence of a user turn written about the user by rule, not by the model:
     "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's colleague Rui
     tore his ACL, so Rachel is covering his clients" (:func:`~.extract.repair_first_person`:
@@ -3124,7 +3124,9 @@ def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
     dropped "I" comes back as the name ("Lost my job" -> "<name> lost <name>'s job", "Can't
     wait for my trip" -> "<name> can't wait ..."). Chat openers and tails ("But", "Haha",
     "lol", "Hey Tom,") and emoji are left out; the fact opens with a capital and ends with a
-    full stop unless it ends with "!". Shape: (str, str) -> str | None."""
+    full stop unless it ends with "!". ``about_named``: the sentence's subject was named by
+    :func:`resolve_opening_pronoun`; it needs no first-person word then. Shape: (str, str,
+    bool) -> str | None."""
     text = re.sub(r"\s+", " ", _EMOJI.sub(" ", sentence.replace("\u2019", "'"))).strip()
     if not text or not user_name or _is_question(text):
         return None
@@ -3133,16 +3135,19 @@ def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
     bare, restore = hide_quotes(text)
     words = bare.split()
     toks = {t.lower() for t in _TOKEN.findall(bare)}
-    if (len(words) < 3 or not toks & _SINGULAR_SELF or toks & _ADDRESSEE or _POINTING_OPEN.match(bare)
+    if (len(words) < 3 or not (about_named or toks & _SINGULAR_SELF) or toks & _ADDRESSEE
+            or (_POINTING_OPEN.match(bare) and not about_named)
             or _requests(words) or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
         return None
     k = _dropped_i(words)
     if k is None and words[0] != "I" and not words[0].startswith("I'") and getAllLemmas(words[0].lower()) \
             and not _name_like(words[0]):
         bare = words[0].lower() + bare[len(words[0]):]  # "Yesterday I ...": no numeral "Yesterday I"
+    if not about_named and _unnamed_person(bare):
+        return None
     out = repair_first_person(bare, user_name, True)
-    if out is None or re.search(r"\bI\b", out):
-        return None  # a plural first person, or an "I" the repair read as a numeral
+    if out is None or re.search(r"\bI\b|\bM[YE]\b", out):
+        return None  # a plural first person, an "I" the repair read as a numeral, or shouted "MY"
     out = restore(out).strip()
     first = out.split(maxsplit=1)[0]
     if k is not None:  # "Finally finished my novel" -> "<name> finally finished ..."
@@ -3158,6 +3163,25 @@ def restate_sentence(sentence: str, user_name: str) -> Optional[str]:
     return out if out[-1:] in ".!" else out.rstrip(",;: ") + "."
 
 
+_PERSONAL = frozenset("he she him her his hers he's she's".split())
+
+
+def _unnamed_person(text: str) -> bool:
+    """``text`` says "he" / "she" / "him" / "her" / "his" before it names anyone but its
+    speaker: a capitalised name ("Lucía ... she has the keys") or a person by role ("my mum
+    ... her knee op"). "I got it wrong earlier, she comes home on Wednesday": who "she" is
+    only the turns before say, and the fact would read as the user's."""
+    toks = _TOKEN.findall(text)
+    for k, tok in enumerate(toks):
+        low = tok.lower()
+        if low in _PERSONAL:
+            return True
+        if _PERSON_ROLE.fullmatch(re.sub(r"'s$", "", low)) or (
+                tok[:1].isupper() and low not in _SINGULAR_SELF and (k > 0 or _name_like(tok))):
+            return False
+    return False
+
+
 def _name_like(word: str) -> bool:
     """A capitalised word lemminflect knows as no common word ("Tom", "Rui")."""
     return word[:1].isupper() and not getAllLemmas(word.lower())
@@ -3168,3 +3192,37 @@ def chat_sentences(text: str) -> list[str]:
     capital; typographic apostrophes read as plain ones."""
     return [y.strip() for x in _SENTENCE_END.split(text.replace("\u2019", "'"))
             for y in _EMOJI_END.split(x) if y.strip()]
+
+
+_OPENING_PERSON = re.compile(r"^(?:(?:and|but|also|oh|so)\s+)?(she|he)\b", re.I)
+
+
+def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optional[str]:
+    """``sentence`` with its opening "she" / "he" replaced by the one person the sentence
+    ``before`` names as a person: introduced by the user ("my partner Efua", "our son
+    Kwame", written "<user>'s partner Efua") or its opening name ("Efua knows ..."); not the
+    user's name, not a place further on ("... outside Kumasi"): "My partner Efua knows plants. She grew up on her
+    grandmother's farm" -> "Kofi's partner Efua grew up on her grandmother's farm". None when
+    it does not open so, or ``before`` names no one or more than one person. Shape: (str,
+    str, str) -> str | None."""
+    m = _OPENING_PERSON.match(sentence.strip())
+    if not m:
+        return None
+    skip = _speaker_name_words(user_name)
+    text = before.replace("\u2019", "'")
+    # a person, not a place: the sentence's subject ("Efua knows ...") or one the user
+    # introduces ("my partner Efua", "our son Kwame")
+    people = [(m.group(1), m.group(2)) for m in re.finditer(r"\b(?i:my|our)\s+((?:[a-z-]+\s+){1,2})([A-Z][\w-]*)\b", text)
+              if _PERSON_ROLE.fullmatch(m.group(1).split()[-1])]  # "my sister Ana", not "my trip to Rome"
+    first = _TOKEN.findall(text)[:1]
+    if first and _name_like(re.sub(r"'s$", "", first[0])) and first[0].lower() not in _NOT_NAMES \
+            and not _CHAT_LEAD.match(first[0] + " "):
+        people.append(("", re.sub(r"'s$", "", first[0])))
+    names = {n for _, n in people if n.casefold() not in skip}
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    rel = next((r for r, n in people if n == name and r), "")
+    who = f"{user_name}'s {rel}{name}" if rel else name
+    rest = sentence.strip()[m.end():]
+    return who + rest
