@@ -3070,7 +3070,9 @@ _EMOJI = re.compile(r"[\u2600-\u27bf\U0001f000-\U0001faff\u200d\ufe0f]")
 _EMOJI_END = re.compile(r"(?<=[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f])\s+(?=[A-Z])")
 # a subject pronoun that only the sentences before resolve ("She hates the new food, so I ...")
 _POINTING_OPEN = re.compile(r"^(?:he|she|they|it|this|that|these|those|his|her|their|its)\b", re.I)
-_SINGULAR_SELF = frozenset("i i'm i've i'd i'll me my mine myself".split())
+# the first-person words the restatement rewrites (the apostrophe-less "im" / "ive" of
+# _SINGULAR_SELF it cannot)
+_RESTATED_SELF = _SINGULAR_SELF - frozenset(["im", "ive"])
 # a sentence that opens with these and has no comma is a fragment ("Until I tell my mom.")
 _FRAGMENT_OPEN = frozenset("until for because since if unless when while after before though although as".split())
 # modals and auxiliaries that open a sentence whose "I" was dropped ("Can't wait for my trip")
@@ -3090,10 +3092,13 @@ def _dropped_i(words: Sequence[str]) -> Optional[int]:
     w = words[k].lower().replace("\u2019", "'")
     if w in _DROPPED_I_AUX:
         return k
-    lemmas = getAllLemmas(w)
-    if set(lemmas) - {"VERB"} or w in lemmas.get("VERB", ()):
-        return None
-    return k if any(w in _verb_past(x) for x in lemmas.get("VERB", ())) else None
+    return k if not set(getAllLemmas(w)) - {"VERB"} and _past_form_only(w) else None
+
+
+def _past_form_only(low: str) -> bool:
+    """``low`` is a past form of a verb and no verb's base ("lost", "left"; not "found", "read")."""
+    verbs = getAllLemmas(low, upos="VERB").get("VERB", ())
+    return low not in verbs and any(low in _verb_past(x) for x in verbs)
 
 
 def _requests(words: Sequence[str]) -> bool:
@@ -3135,7 +3140,7 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -
     bare, restore = hide_quotes(text)
     words = bare.split()
     toks = {t.lower() for t in _TOKEN.findall(bare)}
-    if (len(words) < 3 or not (about_named or toks & _SINGULAR_SELF) or toks & _ADDRESSEE
+    if (len(words) < 3 or not (about_named or toks & _RESTATED_SELF) or toks & _ADDRESSEE
             or (_POINTING_OPEN.match(bare) and not about_named)
             or _requests(words) or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
         return None
@@ -3156,8 +3161,7 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -
                         *ws[k + 1:]])
     elif first.lower() == "been":
         out = f"{user_name} has been{out[len(first):]}"
-    elif any(first.lower() in _verb_past(x) for x in getAllLemmas(first.lower()).get("VERB", ())) \
-            and first.lower() not in getAllLemmas(first.lower()).get("VERB", ()):
+    elif _past_form_only(first.lower()):
         return None  # "Left my keys at work": no subject to give it
     out = out[:1].upper() + out[1:]
     return out if out[-1:] in ".!" else out.rstrip(",;: ") + "."
@@ -3177,7 +3181,7 @@ def _unnamed_person(text: str) -> bool:
         if low in _PERSONAL:
             return True
         if _PERSON_ROLE.fullmatch(re.sub(r"'s$", "", low)) or (
-                tok[:1].isupper() and low not in _SINGULAR_SELF and (k > 0 or _name_like(tok))):
+                tok[:1].isupper() and low not in _RESTATED_SELF and (k > 0 or _name_like(tok))):
             return False
     return False
 
@@ -3212,8 +3216,8 @@ def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optio
     text = before.replace("\u2019", "'")
     # a person, not a place: the sentence's subject ("Efua knows ...") or one the user
     # introduces ("my partner Efua", "our son Kwame")
-    people = [(m.group(1), m.group(2)) for m in re.finditer(r"\b(?i:my|our)\s+((?:[a-z-]+\s+){1,2})([A-Z][\w-]*)\b", text)
-              if _PERSON_ROLE.fullmatch(m.group(1).split()[-1])]  # "my sister Ana", not "my trip to Rome"
+    people = [(p.group(1), p.group(2)) for p in re.finditer(r"\b(?i:my|our)\s+((?:[a-z-]+\s+){1,2})([A-Z][\w-]*)\b", text)
+              if _PERSON_ROLE.fullmatch(p.group(1).split()[-1])]  # "my sister Ana", not "my trip to Rome"
     first = _TOKEN.findall(text)[:1]
     if first and _name_like(re.sub(r"'s$", "", first[0])) and first[0].lower() not in _NOT_NAMES \
             and not _CHAT_LEAD.match(first[0] + " "):
