@@ -73,6 +73,9 @@ def _rules() -> dict:
         "remark_on_other_news": lambda m: bool(m["turn"]) and screen.remark_on_other_news(
             m["text"], m["user"], m["turn"], m["previous"]),
         "told_named_unsaid": lambda m: screen.told_named_unsaid(m["text"], m["user"], m["user_turns"], m["others"]),
+        "name_unnamed": lambda m: bool(m["turn"]) and screen.name_unnamed(m["text"], m["user"], m["turn"]) is not None,
+        "pronoun_opening": lambda m: not (m["turn"] and screen.name_unnamed(m["text"], m["user"], m["turn"])) and
+        screen.pronoun_opening(screen.time_last(m["text"]), m["user"], m["others"]) and hv_screen(m) is None,
         "hv_screen": lambda m: hv_screen(m) is not None,
     }
 

@@ -2726,3 +2726,82 @@ def test_a_german_entry_that_names_no_one(entry, no_one):
 ])
 def test_told_named_unsaid(entry, turns, flagged):
     assert screen.told_named_unsaid(entry, "Nora", turns, ["Melanie"]) is flagged
+
+
+# --- an entry that leaves out whom it means ------------------------------------------------
+
+@pytest.mark.parametrize("entry, turn, named", [
+    # the turn says it of the user: "I" in the sentence, no he / she / it
+    ("She plans to start with the book club.", "Honestly I'll likely start with the book club.",
+     "Nora plans to start with the book club."),
+    ("She's been rowing since May.", "I've been rowing since May, it's great.", "Nora has been rowing since May."),
+    ("He's nervous about the audition.", "I'm so nervous about the audition lol", "Nora is nervous about the audition."),
+    # "my" + the same noun, "me" after the same word
+    ("Dana Whitfield is her business partner.", "Hi! My business partner is Dana Whitfield.",
+     "Dana Whitfield is Nora's business partner."),
+    ("The move made her anxious.", "Tbh the move made me anxious.", "The move made Nora anxious."),
+    ("Reflecting on her savings plan, she feels calmer.", "I looked at my savings plan and I feel calmer.",
+     "Reflecting on Nora's savings plan, she feels calmer."),
+    # someone the turn introduced just before
+    ("She teaches piano in Leeds.", "My aunt Ruth visited. She teaches piano in Leeds.",
+     "Nora's aunt Ruth teaches piano in Leeds."),
+    # the sentence is about someone else ("it", "she"): not the user's
+    ("She's been helpful during her move.", "It's been helpful during my move.", None),
+    ("She swims twice a week.", "My sister and I talk a lot. She swims twice a week.", None),
+    # the turn holds too little of the entry to tell
+    ("She plans to sell the boat.", "I like the sea.", None),
+    # the user is named already: the pronoun has its person
+    ("Nora said her mum is coming.", "I said my mum is coming.", None),
+])
+def test_an_unnamed_person_is_named_as_the_turn_means(entry, turn, named):
+    assert screen.name_unnamed(entry, "Nora", turn) == named
+
+
+@pytest.mark.parametrize("entry, drop", [
+    ("They met at a pub quiz in 2019.", True),
+    ("It's been a great way to unwind.", True),
+    ("She plans to open a shop.", True),
+    ("In 2019, they met at a pub quiz.", False),             # time_last moves the time first (the screen does)
+    ("His daughter Imani is 8.", False),                     # names the person it is about
+    ("She told Nora about the shop.", False),                # names the user
+    ("This Saturday Karthik gets married.", False),
+])
+def test_an_entry_opening_with_an_unresolved_pronoun(entry, drop):
+    assert screen.pronoun_opening(entry, "Nora", []) is drop
+
+
+def test_an_entry_in_latin_script_with_a_symbol_can_name_no_one():
+    assert screen.names_no_one("The stall fee is £45 a day.", "Nora", []) is True
+    assert screen.names_no_one("The stall is Inês's, £45 a day.", "Nora", []) is False
+    assert screen.names_no_one("诺拉的摊位费是45英镑。", "Nora", []) is False  # other scripts: not read
+
+
+async def test_hv_names_the_draft_pronoun_and_drops_the_unresolved_one():
+    from promem_fast.stages.verify import NO_SUBJECT_REASON
+
+    rows = [("u1", "user", "My business partner is Dana Whitfield. I'll likely start with the markets in June."),
+            ("u2", "user", "Karthik and Hannah are engaged. They met at a pub quiz in 2019.")]
+    kept, why, state = await screened(rows, [("Dana Whitfield is her business partner.", ["u1"]),
+                                             ("She plans to start with the markets in June.", ["u1"]),
+                                             ("They met at a pub quiz in 2019.", ["u2"])])
+    assert kept == ["Dana Whitfield is Nora's business partner.", "Nora plans to start with the markets in June."]
+    assert why == {"They met at a pub quiz in 2019.": NO_SUBJECT_REASON}
+    assert state.entries[0].original_text == "Dana Whitfield is her business partner."
+
+
+async def test_a_turn_that_corrects_itself_further_on():
+    from promem_fast.stages.verify import CORRECTED_REASON
+
+    rows = [("u1", "user", "My mum is coming over from Alexandria, she lands on the 20th. Mum stays three weeks. "
+                           "Oh wait, sorry, I said she lands on the 20th, I just checked and it's actually Sunday the 21st.")]
+    kept, why, _ = await screened(rows, [("Nora's mum lands on the 20th.", ["u1"]),
+                                         ("Nora's mum lands on Sunday the 21st.", ["u1"]),
+                                         ("Nora's mum stays three weeks.", ["u1"])])
+    assert kept == ["Nora's mum lands on Sunday the 21st.", "Nora's mum stays three weeks."]
+    assert why == {"Nora's mum lands on the 20th.": CORRECTED_REASON}
+
+
+def test_i_said_then_actually_names_the_value_said_first():
+    turn = "Oh wait, I said she lands on the 20th, I checked and it's actually Sunday the 21st."
+    assert screen.corrected_later("Nora's mum lands on the 20th.", [turn]) == "20th"
+    assert screen.corrected_later("Nora's mum lands on Sunday the 21st.", [turn]) is None

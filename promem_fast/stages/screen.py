@@ -1055,7 +1055,7 @@ _SENTENCE_START = re.compile(rf"(?:^|(?:{_TITLE_DOT}\.|[!?])\s+)([\w'\u2019]+)")
 
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_texts: Sequence[str] = ()) -> bool:
-    """True when ``text`` (ASCII) says whom it is about nowhere: neither the user's name (or
+    """True when ``text`` (Latin script) says whom it is about nowhere: neither the user's name (or
     first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
     any capitalised name after its first word ("Divorced", "Both parents are deceased",
     "Establish a platform for social change": a fragment, not a memory of anyone); a
@@ -1068,7 +1068,8 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_tex
     read against the user's turns ``turn_texts``) the same way."""
     if turn_texts and language_of(text) == "de" and has_language_evidence(text):
         return _german_names_no_one(text, user_name, others, turn_texts)
-    if not text.isascii():
+    # a symbol or accent ("£45 a day", "Inês") is no other script; German is read above
+    if _non_latin(text) or (not text.isascii() and language_of(text) != "en"):
         return False
     if _says_a_speaker_name(text, [user_name, "user", *others]):
         return False
@@ -2408,8 +2409,8 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
 
 # "I said three weeks ago at the start, it's actually four": the value after "I said", the
 # new one after "actually"
-_SAID_THEN = re.compile(r"\bI (?:said|wrote|told you)\s+(?:(?:it was|it's|it is|the|on|at|in)\s+)?([\w]+)\b"
-                        r"[^.!?]*?\bactually\s+(?:(?:on|at|in|the)\s+)?([\w]+)", re.I)
+_SAID_THEN = re.compile(r"\bI (?:said|wrote|told you)\s+([^.!?]*?)\bactually\s+((?:on|at|in|the)\s+)?"
+                        r"((?:[\w']+\s+){0,2}[\w']+)", re.I)
 _NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
 sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty hundred""".split())
 
@@ -2429,7 +2430,12 @@ def _corrections(sentence: str, mark: re.Match) -> Iterator[tuple[str, list[str]
         else:
             yield m.group(1).strip(".:"), _TOKEN.findall(sentence[mark.end():m.start()]), False
     for m in _SAID_THEN.finditer(sentence, mark.end()):
-        yield m.group(1), [m.group(2)], False
+        # the value said first: the first number, day or name in what "I said" held ("I
+        # said she lands on the 20th, ... it's actually Sunday the 21st" -> "20th")
+        said = [w for w in _TOKEN.findall(m.group(1)) if w != "I" and (_is_amount_or_day(w) or w[:1].isupper())]
+        new = _TOKEN.findall(m.group(3))
+        if said:
+            yield said[0], new, False
 
 
 _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
@@ -3230,3 +3236,180 @@ def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optio
     who = f"{user_name}'s {rel}{name}" if rel else name
     rest = sentence.strip()[m.end():]
     return who + rest
+
+
+# the he / she family and what each form becomes when it is the user (possessive "her": see
+# _her_possessive)
+_SUBJECT_FORMS = {"he": "", "she": "", "him": "", "his": "'s", "hers": "'s"}
+_SHE_HAS = frozenset("been got gotten had".split())  # "she's been" = she has been
+
+
+def _her_possessive(next_word: str) -> bool:
+    """"her" before ``next_word`` is a possessive ("her projects"), not an object ("told her
+    about", "her.")."""
+    low = next_word.lower()
+    return bool(low) and low not in _FUNCTION_WORDS and low not in _PREPOSITIONS and low not in _CLAUSE_WORDS \
+        and "VERB" not in getAllLemmas(low) or low in ("own", "new", "old", "first", "last")
+
+
+_PREPOSITIONS = frozenset("""about at by for from in into of off on onto out over to up with without through
+after before during since until than like as""".split())
+_CLAUSE_WORDS = frozenset("and but or so because if when while that".split())
+
+
+def _first_unnamed(text: str) -> Optional[re.Match]:
+    """The first "he" / "she" / "him" / "her" / "his" of ``text`` when it comes before any
+    name or person by role (:func:`_unnamed_person`'s reading), else None."""
+    spans = list(_TOKEN.finditer(text))
+    for k, m in enumerate(spans):
+        tok = m.group()
+        low = tok.lower().replace("\u2019", "'")
+        if low in _PERSONAL:
+            return m
+        if _PERSON_ROLE.fullmatch(re.sub(r"'s$", "", low)) or (
+                tok[:1].isupper() and low not in _RESTATED_SELF and low not in _FUNCTION_WORDS
+                and (k > 0 or _name_like(tok))):
+            return None
+    return None
+
+
+def _best_sentence(text: str, turn_text: str, skip: set[str]) -> Optional[tuple[str, str]]:
+    """The sentence of ``turn_text`` that holds most of ``text``'s content words (``skip``
+    aside), with the turn's text before it; None when none holds at least half of them."""
+    words = [w for w in content_words(text) if w not in skip and w not in _PERSONAL]
+    if not words:
+        return None
+    best, best_hits, before = None, 0, ""
+    seen = []
+    for s in chat_sentences(turn_text):
+        hits = sum(word_in(w, s.lower()) for w in words)
+        if hits > best_hits:
+            best, best_hits, before = s, hits, " ".join(seen)
+        seen.append(s)
+    return (best, before) if best is not None and 2 * best_hits >= len(words) else None
+
+
+def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
+    """``text`` (an entry) with the "she" / "he" / "her" / "his" / "him" that it says before
+    naming anyone written as the person its premise turn ``turn_text`` means there, or None
+    when the turn does not tell or ``text`` names the user already. The draft re-tells a
+    user's sentence in the third person and leaves out whom it means: "I plan to start with
+    the book club" -> "She plans to start with the book club"; "My business partner is Dana
+    Whitfield." -> "Dana Whitfield is her business partner.". The turn's sentence that holds
+    most of the entry's words (at least half) decides, at the pronoun's place: an "I" in it
+    and no "he" / "she" / "they" / "it" ("She plans" / "I'll likely start") -> the user's name;
+    "my" before the same noun -> "<name>'s"; "me" after the same word ("made her feel" /
+    "made me feel") -> the name; a sentence that opens with "she" / "he" right after one that
+    introduces one person -> that person (:func:`resolve_opening_pronoun`). "It's been
+    helpful during my move" never names the user "She's been helpful ...". English entries.
+    Shapes: str in, str | None out."""
+    if not user_name or _non_latin(text) or _says_a_speaker_name(text, [user_name]):
+        return None
+    m = _first_unnamed(text)
+    if m is None:
+        return _mine_as_theirs(text, user_name, turn_text)
+    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
+    if found is None:
+        return None
+    sentence, before = found
+    said = hide_quotes(sentence.replace("\u2019", "'"))[0]
+    low = m.group().lower().replace("\u2019", "'")
+    nxt = _TOKEN.findall(text[m.end():])[:1]
+    nxt = nxt[0].lower() if nxt else ""
+    prev = _TOKEN.findall(text[: m.start()])[-1:]
+    prev = prev[0].lower() if prev else ""
+    word = None
+    if low in ("she", "he", "she's", "he's"):
+        toks = {t.lower() for t in _TOKEN.findall(_best_clause_of(text, said, user_name, nxt))}
+        if toks & _I_SUBJECT and not toks & _THIRD_SUBJECT:
+            word = (f"{user_name} has" if nxt in _SHE_HAS else f"{user_name} is") if "'" in low else user_name
+        elif m.start() == 0 and _OPENING_PERSON.match(sentence.strip()):
+            named = resolve_opening_pronoun(sentence, before, user_name)
+            if named is not None:
+                rest = sentence.strip()[_OPENING_PERSON.match(sentence.strip()).end():]
+                who = named[: len(named) - len(rest)]
+                word = (f"{who} has" if nxt in _SHE_HAS else f"{who} is") if "'" in low else who
+    if word is None and low in ("her", "his") and any(
+            _same_word(nxt, w) for w in re.findall(r"\b(?i:my)\s+([\w']+)", said)):
+        word = f"{user_name}'s"
+    if word is None and low in ("her", "him") and prev and any(
+            _same_word(prev, w) for w in re.findall(r"([\w']+)\s+me\b", said)):
+        word = user_name
+    return None if word is None else text[: m.start()] + word + text[m.end():]
+
+
+# where a new subject may start ("I've been rowing since May, it's great"); not "so" /
+# "and", which join a predicate to its own subject ("I'm so nervous")
+_CLAUSE_OF_SUBJECT = re.compile(r"[,;:]|\b(?:but|because|although|though|while|whereas)\b", re.I)
+
+
+def _best_clause_of(text: str, sentence: str, user_name: str, verb: str = "") -> str:
+    """The clause of ``sentence`` (cut at :data:`_CLAUSE_OF_SUBJECT`) that holds ``verb`` (the
+    word after the entry's pronoun), else the one that holds most of ``text``'s content
+    words: "I've been rowing since May, it's great" -> "I've been rowing since May"."""
+    parts = [p for p in _CLAUSE_OF_SUBJECT.split(sentence) if p and p.strip()]
+    with_verb = [p for p in parts if verb and any(_same_word(verb, w) for w in _TOKEN.findall(p))]
+    if with_verb:
+        return with_verb[0]
+    words = [w for w in content_words(text) if w not in _speaker_name_words(user_name) and w not in _PERSONAL]
+    return max(parts, key=lambda p: sum(word_in(w, p.lower()) for w in words), default=sentence)
+
+
+_I_SUBJECT = frozenset("i i'm i've i'd i'll".split())
+_THIRD_SUBJECT = frozenset("he she they he's she's they're they've it it's".split())
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Two words of one stem ("plans" / "plan", "strives" / "strive", "been" / "been")."""
+    a, b = a.lower(), b.lower()
+    return a == b or (min(len(a), len(b)) >= 3 and a[:4] == b[:4])
+
+
+def pronoun_opening(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
+    """True when ``text`` (an entry) opens with a pronoun that only the dialogue resolves
+    ("He", "She", "They", "It", "This", "His", ...) and names neither a speaker nor anyone
+    else as a capitalised name: read alone, as a memory is, it is about no one ("They met at
+    a pub quiz in 2019", "It's been a great way to unwind"). Run after :func:`name_unnamed`
+    had its chance. Shapes: str, str, sequence of str in; bool out."""
+    if _non_latin(text) or not _POINTING_OPEN.match(text.strip()):
+        return False
+    if _says_a_speaker_name(text, [user_name, *others]):
+        return False
+    spans = list(_TOKEN.finditer(text))
+    starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
+    return not any(m.group()[:1].isupper() and m.group().lower() not in _CALENDAR_WORDS
+                   and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
+                   and _name_like(re.sub(r"'s$", "", m.group()))
+                   for m in spans[1:])
+
+
+def _mine_as_theirs(text: str, user_name: str, turn_text: str) -> Optional[str]:
+    """``text`` with a "her" / "his" / "their" + noun that the turn says as "my" + that noun
+    written "<name>'s" + noun ("Dana Whitfield is her business partner" over "My business
+    partner is Dana Whitfield"); None when there is none."""
+    turn = turn_text.replace("\u2019", "'")
+    for m in re.finditer(r"\b(?:her|his|their)\s+((?:[a-z-]+\s+)?[a-z-]+)\b", text):
+        noun = m.group(1)
+        if any(w in _FUNCTION_WORDS or w in _PREPOSITIONS for w in noun.split()):
+            continue
+        if re.search(rf"\b(?i:my)\s+{re.escape(noun)}\b", turn):
+            return text[: m.start()] + f"{user_name}'s {noun}" + text[m.end():]
+    return None
+
+
+def split_after_statement(text: str, turn_text: str, user_name: str) -> tuple[str, str]:
+    """(``turn_text`` up to and with the sentence that states ``text``, the rest): a turn
+    can correct itself a few sentences on ("... she lands on the 20th. Oh wait, I said the
+    20th, it's actually Sunday the 21st"); the rest is read as a later turn by
+    :func:`corrected_later`. The rest is "" when no sentence holds half of ``text``'s words.
+    Shapes: str in, (str, str) out."""
+    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
+    if found is None:
+        return turn_text, ""
+    sentence, _ = found
+    flat = turn_text.replace("\u2019", "'")
+    k = flat.find(sentence)
+    if k < 0:
+        return turn_text, ""
+    end = k + len(sentence)
+    return turn_text[:end], turn_text[end:].strip()

@@ -438,8 +438,9 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if screen.told_named_unsaid(text, name, state.user_turn_texts, others):
         return TOLD_REASON
     pos = state.turn_pos.get(turn.turn_id, -1)
-    value = screen.corrected_later(text, [t.content for t in state.user_text_turns
-                                          if state.turn_pos.get(t.turn_id, -1) > pos], turn.content)
+    head, rest = screen.split_after_statement(text, turn.content, name)  # a turn may correct itself
+    value = screen.corrected_later(text, [rest] * bool(rest) + [t.content for t in state.user_text_turns
+                                                                if state.turn_pos.get(t.turn_id, -1) > pos], head)
     if value:
         logger.debug("%r: %r corrected later", text[:60], value)
         return CORRECTED_REASON
@@ -484,6 +485,17 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if screen.said_to_other(text, name, turn.content):
         return NOT_SELF_REASON
     return None
+
+
+def _name_unnamed(state: PipelineState, e: Entry, turn: Turn) -> None:
+    """Write the person the entry's leading "she" / "he" / "her" means, as its premise
+    ``turn`` tells it (:func:`.screen.name_unnamed`); the draft's text goes to
+    ``original_text``."""
+    named = screen.name_unnamed(e.text, state.user_name, turn.content)
+    if named and named != e.text:
+        logger.debug("named %r -> %r", e.text[:60], named[:60])
+        e.original_text = e.original_text or e.text
+        e.text = named
 
 
 def _cited_other(state: PipelineState, e: Entry, premise: Turn, turn_by_id: dict[str, Turn],
@@ -575,6 +587,12 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
             premise_turn[i] = _restate_turn(state, i, premise_turn[i], user_turns)
             why = screen_reason(state, e.text, premise_turn[i], others, other_turns) or _cited_other(
                 state, e, premise_turn[i], turn_by_id)
+            if not why:
+                # named only once screened as written: "she" of a named other speaker, or
+                # an entry naming no one, stays out (names_no_one)
+                _name_unnamed(state, e, premise_turn[i])
+                if screen.pronoun_opening(screen.time_last(e.text), name, others):
+                    why = NO_SUBJECT_REASON
             grounded_user = turn_by_id[e.ground_turn_id].role == "user"
             if why and grounded_user and why in _part_reasons(premise_turn[i]) and screen.is_compound(e.text):
                 # one clause may be someone else's, the others the user's: decompose (step 2)
@@ -646,6 +664,9 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
                 # compound the draft took from their turn is theirs
                 why = screen_reason(state, f, premise_turn[i], others, other_turns) or _cited_other(
                     state, state.entries[i], premise_turn[i], turn_by_id, f)
+                if not why:
+                    # "She plans ..." over the turn's "I'll start ...": the decomposer drops names too
+                    facts[i][k] = screen.name_unnamed(f, name, premise_turn[i].content) or f
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
