@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from promem_fast.stages.complete import restate_facts
+from promem_fast.stages import screen
 from promem_fast.stages.screen import restate_sentence
 
 
@@ -168,3 +169,38 @@ def test_an_opening_pronoun_is_left_alone_when_the_sentence_before_names_no_sing
     from promem_fast.stages.screen import resolve_opening_pronoun
 
     assert resolve_opening_pronoun("She says I drive like a grandmother.", before, "Sam") is None
+
+
+def test_people_the_user_introduces():
+    turns = ["My daughter Maisie starts school in May. My business partner is Dana Whitfield.",
+             "We went to Rome on my trip to Rome. His girlfriend Mara is lovely.", "Hi Tom! I'm Sam."]
+    assert screen.introduced_people(turns, {"sam", "tom"}) == frozenset({"Maisie", "Dana", "Mara"})
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Maisie has been begging for a dog for months.", "Maisie has been begging for a dog for months."),
+    ("Haha, Dana wants me to do the books.", "Dana wants Sam to do the books."),
+    ("Mum's driving over from Leeds on Friday.", "Sam's mum is driving over from Leeds on Friday."),
+    ("Mum's been ill since March.", "Sam's mum has been ill since March."),
+    ("Dad loves his new allotment.", "Sam's dad loves his new allotment."),
+    # not a person the user introduced, or not the user's to restate
+    ("Rome is lovely in May.", None),
+    ("Maisie cried when we left.", None),
+    ("Dana thinks you should go.", None),
+    ("Is Maisie coming too?", None),
+    ("mum said no.", None),                      # "mum" only as a name, capitalised
+])
+def test_a_sentence_about_a_person_the_user_told_of(sentence, fact):
+    assert screen.restate_about_person(sentence, "Sam", {"Maisie", "Dana"}) == fact
+
+
+def test_restate_facts_reads_a_person_the_user_introduced():
+    turn = "Haha yes. Maisie has been begging for a dog for months."
+    assert restate_facts(turn, "Tom", ["Maisie begging dog"], 6) == []
+    assert restate_facts(turn, "Tom", ["Maisie begging dog"], 6, {"Maisie"}) == [
+        "Maisie has been begging for a dog for months."]
+
+
+def test_guess_what_is_a_chat_opener():
+    assert screen.restate_sentence("Oh, and guess what, I'm running the Bath half on April 14th!", "Priya") == \
+        "Priya is running the Bath half on April 14th!"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Iterable
 
 from lemminflect import getAllLemmas
 
@@ -265,7 +266,8 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     answers = await ctx.llm_json([recover_request(turn_line(by_id[t], state.user_name), state.user_name, missing[t],
                                                   cap[t]) for t in asked], STAGE) if asked else []
     got = dict(zip(asked, answers))
-    outs = [restate_facts(by_id[t].content, state.user_name, missing[t], cap[t]) if t in by_rule else got[t]
+    people = screen.introduced_people(state.user_turn_texts, _speaker_words(state)) if by_rule else frozenset()
+    outs = [restate_facts(by_id[t].content, state.user_name, missing[t], cap[t], people) if t in by_rule else got[t]
             for t in todo]
     name_words = set(content_words(state.user_name))
     others = state.other_speakers
@@ -301,13 +303,16 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
     return added
 
 
-def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int) -> list[str]:
+def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int,
+                  people: Iterable[str] = ()) -> list[str]:
     """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
     each missing detail, the sentence of ``text`` holding most of its content words (at least
     half; :func:`.screen.chat_sentences`) that :func:`.screen.restate_sentence` writes about
     the user, most words first, then the earlier; a sentence that opens with "she" / "he"
     right after one that names a single person is read as that person's
-    (:func:`.screen.resolve_opening_pronoun`); each fact once, at most ``max_facts``. A
+    (:func:`.screen.resolve_opening_pronoun`), and one that opens with a person the user
+    introduced (``people``, :func:`.screen.introduced_people`) or with "Mum" / "Dad" as that
+    person's (:func:`.screen.restate_about_person`); each fact once, at most ``max_facts``. A
     detail none of whose sentences is the user's to restate (no "I" / "my", a "we" or "you",
     a question, an open "she" / "he", a request) gives nothing. With the 1.5B model re-reading the turn, half the
     facts it added to the memories of the new dialogues were wrong or filler, most of them a
@@ -328,6 +333,8 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int)
             named = screen.resolve_opening_pronoun(sents[k], sents[k - 1], user_name) if k and not fact else None
             if named:  # "She grew up ..." after "My partner Efua ...": Efua's fact
                 fact = screen.restate_sentence(named, user_name, about_named=True)
+            if not fact:  # "Maisie has been begging for a dog" after "my daughter Maisie"
+                fact = screen.restate_about_person(sents[k], user_name, people)
             if fact:
                 if fact not in out:
                     out.append(fact)

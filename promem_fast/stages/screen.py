@@ -3067,7 +3067,7 @@ _CHAT_LEAD = re.compile(
     r"^(?:(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|but|and|also|plus|oh|ah|ha|haha\w*|lol|btw|ugh|yay|aww+|phew|omg|"
     r"wow|hmm|um|actually|honestly|anyway|sorry|ok|okay|yeah|yep|yes)"
     r"\b|(?:hey|hi|hello|thanks|dear)(?:\s+[A-Z][\w'-]*)?(?=\s*[,.!])|"
-    r"(?:so|well|no|right|sure|deal|wait|i mean)(?=\s*[,.!\u2013\u2014-]))"
+    r"(?:so|well|no|right|sure|deal|wait|i mean|guess what)(?=\s*[,.!\u2013\u2014-]))"
     r"[\s,.!\u2013\u2014-]*)+", re.I)
 _CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|haha\w*|hehe|tbh|idk|btw))+\s*(?=[.!?]*\s*$)", re.I)
 # emoji (and the joiner / variation selector that follow some): dropped from a fact; one
@@ -3413,3 +3413,53 @@ def split_after_statement(text: str, turn_text: str, user_name: str) -> tuple[st
         return turn_text, ""
     end = k + len(sentence)
     return turn_text[:end], turn_text[end:].strip()
+
+
+# a person the user introduces: "my sister Ana", "our neighbour Mr Okoro", "his girlfriend
+# Mara", "My business partner is Dana Whitfield"
+_INTRODUCED = re.compile(
+    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){0,2})(?:(?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
+# the user's own parents by their kin word, capitalised as a name ("Mum's driving over")
+_KIN_NAMES = frozenset("mum mom mam mummy mommy dad daddy grandma grandpa gran granny nan nana".split())
+
+
+def introduced_people(turn_texts: Sequence[str], skip: Iterable[str] = ()) -> frozenset[str]:
+    """The names the user's turns (``turn_texts``) introduce as people: after a possessive
+    and a person's role ("my sister Ana", "his girlfriend Mara", "My business partner is
+    Dana Whitfield" -> {"Ana", "Mara", "Dana"}); not a place or a thing ("my trip to Rome"),
+    not the words of ``skip`` (the speakers' names, case-folded). Shape: list of str in,
+    frozenset of str out."""
+    skip = {s.casefold() for s in skip}
+    out = set()
+    for t in turn_texts:
+        for m in _INTRODUCED.finditer(t.replace("\u2019", "'")):
+            role = m.group(1).split()
+            name = re.sub(r"^(?:Mr|Mrs|Ms|Dr)\.?\s+", "", m.group(2))
+            if role and _PERSON_ROLE.fullmatch(role[-1].lower()) and name.casefold() not in skip \
+                    and _name_like(name) and name.lower() not in _NOT_NAMES:
+                out.add(name)
+    return frozenset(out)
+
+
+def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -> Optional[str]:
+    """A user's sentence about someone they told of, written down as said: it opens with
+    one of ``people`` (:func:`introduced_people`: "Ana starts her new job in March") or
+    with the user's parent as a name ("Mum's driving over from Leeds" -> "<name>'s mum is
+    driving over from Leeds"); then :func:`restate_sentence` as for a named subject ("I" /
+    "my" in it still become the user's). None when it opens otherwise or the restatement
+    refuses it (a question, "you", "we", a request, ...). Shape: (str, str, iterable of
+    str) -> str | None."""
+    text = _CHAT_LEAD.sub("", sentence.replace("\u2019", "'").strip()).strip(" ,;:-")
+    first = _TOKEN.findall(text)[:1]
+    if not first:
+        return None
+    word = re.sub(r"'s$", "", first[0])
+    if word.lower() in _KIN_NAMES and word[:1].isupper():
+        rest = text[len(first[0]):]
+        verb = " is" if first[0].endswith("'s") and rest.split()[:1] and rest.split()[0].lower().endswith("ing") \
+            else (" has" if first[0].endswith("'s") and rest.split()[:1] and rest.split()[0].lower() in _SHE_HAS
+                  else ("'s" if first[0].endswith("'s") else ""))
+        text = f"{user_name}'s {word.lower()}{verb}{rest}"
+    elif word not in set(people):
+        return None
+    return restate_sentence(text, user_name, about_named=True)
