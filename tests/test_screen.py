@@ -55,6 +55,8 @@ async def screened(rows, entries, user="Nora", **pipeline):
     ("Nora definitely agrees that dance floors help avoid injuries.", True),  # an adverb before the reaction
     ("Nora really appreciates the chat.", True),
     ("Nora can't wait!", True),                                   # excitement about nothing named
+    ("Nora is excited too!", True),                               # "too" adds nothing to it
+    ("Nora is excited about the regatta too.", False),
     ("Nora can't wait for the regatta in May.", False),
     ("Nora is waiting for the bus.", False),                      # "wait" as a whole word only
     ("Nora agrees to meet Kai in Lisbon on Friday.", False),   # a plan with a place and a person

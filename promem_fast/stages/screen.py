@@ -60,7 +60,7 @@ journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
 """.split())
 # matched as whole words only ("kind" is not "kindergarten", "again" not "against")
-_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait".split())
+_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait too either also".split())
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(
