@@ -204,3 +204,32 @@ def test_restate_facts_reads_a_person_the_user_introduced():
 def test_guess_what_is_a_chat_opener():
     assert screen.restate_sentence("Oh, and guess what, I'm running the Bath half on April 14th!", "Priya") == \
         "Priya is running the Bath half on April 14th!"
+
+
+def test_the_partner_the_user_pairs_themself_with():
+    assert screen.household_partner(["evening. me and my partner Ola are buying our first flat"]) == "Ola"
+    assert screen.household_partner(["My wife Ama and I moved in May."]) == "Ama"
+    # a partner named but never paired with the user, or two of them: no one to read "we" as
+    assert screen.household_partner(["My partner Ola is an accountant. We rent in Partick."]) is None
+    assert screen.household_partner(["me and my partner Ola", "me and my boyfriend Sam"]) is None
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("right now we rent a one bed in Partick", "Right now Tom and Ola rent a one bed in Partick."),
+    ("We're flying to Crete on the 3rd.", "Tom and Ola are flying to Crete on the 3rd."),
+    ("Our landlord said we can build raised beds.", "Tom and Ola's landlord said they can build raised beds."),
+    ("Maisie cried when we left, so I think we're going back.",
+     "Maisie cried when Tom and Ola left, so Tom thinks they're going back."),
+    ("Shall we leave around 8?", None),           # a question
+    ("I love the new flat.", None),               # no "we": restate_sentence's case
+])
+def test_a_we_sentence_is_the_user_and_partner(sentence, fact):
+    assert screen.restate_as_couple(sentence, "Tom", "Ola") == fact
+    assert screen.restate_as_couple(sentence, "Tom", None) is None
+
+
+def test_restate_facts_reads_we_as_the_couple():
+    turn = "right now we rent a one bed in Partick"
+    assert restate_facts(turn, "Tom", ["rent one bed Partick"], 6) == []
+    assert restate_facts(turn, "Tom", ["rent one bed Partick"], 6, partner="Ola") == [
+        "Right now Tom and Ola rent a one bed in Partick."]

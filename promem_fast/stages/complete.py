@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable
+from typing import Iterable, Optional
 
 from lemminflect import getAllLemmas
 
@@ -267,8 +267,9 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
                                                   cap[t]) for t in asked], STAGE) if asked else []
     got = dict(zip(asked, answers))
     people = screen.introduced_people(state.user_turn_texts, _speaker_words(state)) if by_rule else frozenset()
-    outs = [restate_facts(by_id[t].content, state.user_name, missing[t], cap[t], people) if t in by_rule else got[t]
-            for t in todo]
+    partner = screen.household_partner(state.user_turn_texts) if by_rule else None
+    outs = [restate_facts(by_id[t].content, state.user_name, missing[t], cap[t], people, partner)
+            if t in by_rule else got[t] for t in todo]
     name_words = set(content_words(state.user_name))
     others = state.other_speakers
     live = [state.entries[i].text.lower() for i in state.live_entries()]
@@ -304,7 +305,7 @@ async def recover_from_details(ctx: SessionContext, state: PipelineState) -> lis
 
 
 def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int,
-                  people: Iterable[str] = ()) -> list[str]:
+                  people: Iterable[str] = (), partner: Optional[str] = None) -> list[str]:
     """The re-read of one English user turn by rule (``pipeline.recover_by`` "restate"): for
     each missing detail, the sentence of ``text`` holding most of its content words (at least
     half; :func:`.screen.chat_sentences`) that :func:`.screen.restate_sentence` writes about
@@ -312,7 +313,9 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int,
     right after one that names a single person is read as that person's
     (:func:`.screen.resolve_opening_pronoun`), and one that opens with a person the user
     introduced (``people``, :func:`.screen.introduced_people`) or with "Mum" / "Dad" as that
-    person's (:func:`.screen.restate_about_person`); each fact once, at most ``max_facts``. A
+    person's (:func:`.screen.restate_about_person`), and a "we" sentence as the user's and
+    ``partner``'s when the user pairs themself with one (:func:`.screen.household_partner`,
+    :func:`.screen.restate_as_couple`); each fact once, at most ``max_facts``. A
     detail none of whose sentences is the user's to restate (no "I" / "my", a "we" or "you",
     a question, an open "she" / "he", a request) gives nothing. With the 1.5B model re-reading the turn, half the
     facts it added to the memories of the new dialogues were wrong or filler, most of them a
@@ -335,6 +338,8 @@ def restate_facts(text: str, user_name: str, missing: list[str], max_facts: int,
                 fact = screen.restate_sentence(named, user_name, about_named=True)
             if not fact:  # "Maisie has been begging for a dog" after "my daughter Maisie"
                 fact = screen.restate_about_person(sents[k], user_name, people)
+            if not fact:  # "we rent a one bed" after "me and my partner Ola"
+                fact = screen.restate_as_couple(sents[k], user_name, partner)
             if fact:
                 if fact not in out:
                     out.append(fact)

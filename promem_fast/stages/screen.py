@@ -3463,3 +3463,52 @@ def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -
     elif word not in set(people):
         return None
     return restate_sentence(text, user_name, about_named=True)
+
+
+_PARTNER_ROLE = r"(?:partner|husband|wife|boyfriend|girlfriend|fianc[ée]e?|hubby|missus)"
+# the user pairs themself with their partner: "me and my partner Ola", "my wife Ama and I",
+# "Ola and I" (once Ola is the partner)
+_PAIRED = re.compile(
+    rf"\b(?i:me\s+and\s+my|I\s+and\s+my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)|"
+    rf"\b(?i:my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)\s+(?i:and\s+(?:I|me))\b")
+
+
+def household_partner(turn_texts: Sequence[str]) -> Optional[str]:
+    """The partner the user pairs themself with in their turns ``turn_texts`` ("me and my
+    partner Ola are buying our first flat", "my wife Ama and I"), when there is exactly
+    one; None otherwise. Shape: list of str in, str | None out."""
+    names = {m.group(1) or m.group(2) for t in turn_texts for m in _PAIRED.finditer(t.replace("\u2019", "'"))}
+    return names.pop() if len(names) == 1 else None
+
+
+_WE_FORMS = {"we": "{p}", "we're": "{p} are", "we've": "{p} have", "we'll": "{p} will", "we'd": "{p}'d",
+             "us": "{p}", "our": "{p}'s", "ours": "{p}'s"}
+_THEY_FORMS = {"we": "they", "we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they'd",
+               "us": "them", "our": "their", "ours": "theirs"}
+
+
+def restate_as_couple(sentence: str, user_name: str, partner: Optional[str]) -> Optional[str]:
+    """A user's "we" sentence written about the user and the partner they pair themself
+    with (:func:`household_partner`): "right now we rent a one bed in Partick" -> "<name>
+    and Ola rent a one bed in Partick"; the first "we" / "us" / "our" names both, later ones
+    become "they" / "them" / "their". Then :func:`restate_sentence` as for a named subject.
+    None without a partner, without a plural first person, or when the restatement refuses
+    the sentence (a question, "you", a request, ...). Shape: (str, str, str | None) -> str |
+    None."""
+    if not partner:
+        return None
+    text = sentence.replace("\u2019", "'")
+    pair = f"{user_name} and {partner}"
+    done = False
+
+    def swap(m: re.Match) -> str:
+        nonlocal done
+        low = m.group().lower()
+        out = _THEY_FORMS[low] if done else _WE_FORMS[low].format(p=pair)
+        done = True
+        return out[:1].upper() + out[1:] if m.group()[:1].isupper() else out
+
+    text = re.sub(r"\b(?:we're|we've|we'll|we'd|we|us|ours|our)\b(?!-)", swap, text, flags=re.I)
+    if not done:
+        return None
+    return restate_sentence(text, user_name, about_named=True)
