@@ -233,3 +233,25 @@ def test_restate_facts_reads_we_as_the_couple():
     assert restate_facts(turn, "Tom", ["rent one bed Partick"], 6) == []
     assert restate_facts(turn, "Tom", ["rent one bed Partick"], 6, partner="Ola") == [
         "Right now Tom and Ola rent a one bed in Partick."]
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("We moved to the US in 2019.", "Tom and Ola moved to the US in 2019."),   # the country, not "us"
+    ("We'd love to visit Japan.", "Tom and Ola would love to visit Japan."),
+    ("My mates and I went climbing and we did ten routes.", None),         # another group's "we"
+    ("At work we have a new manager.", None),
+])
+def test_we_is_the_couple_only(sentence, fact):
+    assert screen.restate_as_couple(sentence, "Tom", "Ola") == fact
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Mum's wedding ring went missing.", "Tom's mum's wedding ring went missing."),
+    ("Dad's building company went bust.", "Tom's dad's building company went bust."),
+])
+def test_mums_thing_is_hers(sentence, fact):
+    assert screen.restate_about_person(sentence, "Tom", []) == fact
+
+
+def test_a_person_introduced_with_is():
+    assert screen.introduced_people(["My sister is Ana."]) == frozenset({"Ana"})

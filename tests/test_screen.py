@@ -2807,3 +2807,46 @@ def test_i_said_then_actually_names_the_value_said_first():
     turn = "Oh wait, I said she lands on the 20th, I checked and it's actually Sunday the 21st."
     assert screen.corrected_later("Nora's mum lands on the 20th.", [turn]) == "20th"
     assert screen.corrected_later("Nora's mum lands on Sunday the 21st.", [turn]) is None
+
+
+@pytest.mark.parametrize("entry, turn", [
+    # the clause's subject is someone else, though the sentence has an "I" further on
+    ("She broke her hip last week.", "Gran broke her hip last week and I'm staying with her."),
+    ("He lost his job in March.", "Dad lost his job in March so I'm helping out."),
+    ("She's moving to Leeds in June.", "Ana's moving to Leeds in June and I'm gutted."),
+    # the person is introduced two sentences back, not right before
+    ("She keeps scheduling meetings at 7am.",
+     "My sister Ana lives in Spain. My boss is awful. She keeps scheduling meetings at 7am."),
+    # another sentence's "my dog" is not this sentence's "her dog"
+    ("Ana loves her dog.", "My dog Rex is old. Ana loves her dog."),
+])
+def test_a_pronoun_is_not_named_as_the_user_when_the_turn_means_someone_else(entry, turn):
+    assert screen.name_unnamed(entry, "Nora", turn) is None
+
+
+def test_the_turns_own_verb_decides_has_or_is():
+    assert screen.name_unnamed("She's started a new job at Tesco.", "Nora", "I've started a new job at Tesco!") == \
+        "Nora has started a new job at Tesco."
+
+
+def test_a_later_correction_is_not_hidden_by_the_rest_of_the_turn():
+    from promem_fast.stages.state import PipelineState
+    from promem_fast.stages.verify import CORRECTED_REASON, screen_reason
+
+    s = session([("u1", "user", "The viewing is on Saturday morning. Really hoping Saturday goes well!"),
+                 ("u2", "user", "Oh wait, the viewing is Sunday, not Saturday.")], "Nora")
+    state = PipelineState.create(s, "Nora", "")
+    assert screen_reason(state, "Nora has a viewing on Saturday morning.", s.turns[0], [], []) == CORRECTED_REASON
+
+
+@pytest.mark.parametrize("turn, entry, value", [
+    ("Oh wait, I said I'm flying on the 20th, it's actually the 21st.", "Nora is flying on the 20th.", "20th"),
+    ("Oh wait, I said we'd meet Ana on Friday, it's actually Saturday.", "Ana lives in Leeds.", None),
+])
+def test_the_value_said_first_is_a_number_or_day_before_a_name(turn, entry, value):
+    assert screen.corrected_later(entry, [turn]) == value
+
+
+def test_an_accented_first_name_still_names_someone():
+    assert screen.names_no_one("José got promoted.", "Nora", []) is False
+    assert screen.is_filler("Nora mentioned she also has a cat.", "Nora") is False

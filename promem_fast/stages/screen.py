@@ -60,7 +60,7 @@ journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
 """.split())
 # matched as whole words only ("kind" is not "kindergarten", "again" not "against")
-_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait too either also".split())
+_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait too either".split())
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(
@@ -1055,7 +1055,7 @@ _SENTENCE_START = re.compile(rf"(?:^|(?:{_TITLE_DOT}\.|[!?])\s+)([\w'\u2019]+)")
 
 
 def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_texts: Sequence[str] = ()) -> bool:
-    """True when ``text`` (Latin script) says whom it is about nowhere: neither the user's name (or
+    """True when ``text`` (ASCII letters; symbols such as "£" allowed) says whom it is about nowhere: neither the user's name (or
     first name), "User", a pronoun or a person word with a possessive ("her brother"), nor
     any capitalised name after its first word ("Divorced", "Both parents are deceased",
     "Establish a platform for social change": a fragment, not a memory of anyone); a
@@ -1068,8 +1068,9 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_tex
     read against the user's turns ``turn_texts``) the same way."""
     if turn_texts and language_of(text) == "de" and has_language_evidence(text):
         return _german_names_no_one(text, user_name, others, turn_texts)
-    # a symbol or accent ("£45 a day", "Inês") is no other script; German is read above
-    if _non_latin(text) or (not text.isascii() and language_of(text) != "en"):
+    # a symbol ("£45 a day") is read as English; a letter beyond ASCII ("Inês", "José"; other
+    # scripts) is not: the first word, skipped below, may be the only name
+    if any(c.isalpha() and not c.isascii() for c in text):
         return False
     if _says_a_speaker_name(text, [user_name, "user", *others]):
         return False
@@ -2430,9 +2431,10 @@ def _corrections(sentence: str, mark: re.Match) -> Iterator[tuple[str, list[str]
         else:
             yield m.group(1).strip(".:"), _TOKEN.findall(sentence[mark.end():m.start()]), False
     for m in _SAID_THEN.finditer(sentence, mark.end()):
-        # the value said first: the first number, day or name in what "I said" held ("I
-        # said she lands on the 20th, ... it's actually Sunday the 21st" -> "20th")
-        said = [w for w in _TOKEN.findall(m.group(1)) if w != "I" and (_is_amount_or_day(w) or w[:1].isupper())]
+        # the value said first: the first number or day in what "I said" held, else its first
+        # name ("I said she lands on the 20th, ... it's actually Sunday the 21st" -> "20th")
+        toks = [w for w in _TOKEN.findall(m.group(1)) if not re.fullmatch(r"I(?:'\w+)?", w)]
+        said = [w for w in toks if _is_amount_or_day(w)] or [w for w in toks if w[:1].isupper()]
         new = _TOKEN.findall(m.group(3))
         if said:
             yield said[0], new, False
@@ -3238,23 +3240,9 @@ def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optio
     return who + rest
 
 
-# the he / she family and what each form becomes when it is the user (possessive "her": see
-# _her_possessive)
-_SUBJECT_FORMS = {"he": "", "she": "", "him": "", "his": "'s", "hers": "'s"}
 _SHE_HAS = frozenset("been got gotten had".split())  # "she's been" = she has been
-
-
-def _her_possessive(next_word: str) -> bool:
-    """"her" before ``next_word`` is a possessive ("her projects"), not an object ("told her
-    about", "her.")."""
-    low = next_word.lower()
-    return bool(low) and low not in _FUNCTION_WORDS and low not in _PREPOSITIONS and low not in _CLAUSE_WORDS \
-        and "VERB" not in getAllLemmas(low) or low in ("own", "new", "old", "first", "last")
-
-
 _PREPOSITIONS = frozenset("""about at by for from in into of off on onto out over to up with without through
 after before during since until than like as""".split())
-_CLAUSE_WORDS = frozenset("and but or so because if when while that".split())
 
 
 def _first_unnamed(text: str) -> Optional[re.Match]:
@@ -3275,7 +3263,8 @@ def _first_unnamed(text: str) -> Optional[re.Match]:
 
 def _best_sentence(text: str, turn_text: str, skip: set[str]) -> Optional[tuple[str, str]]:
     """The sentence of ``turn_text`` that holds most of ``text``'s content words (``skip``
-    aside), with the turn's text before it; None when none holds at least half of them."""
+    aside), with the sentence right before it ("" for the first); None when none holds at
+    least half of them."""
     words = [w for w in content_words(text) if w not in skip and w not in _PERSONAL]
     if not words:
         return None
@@ -3284,7 +3273,7 @@ def _best_sentence(text: str, turn_text: str, skip: set[str]) -> Optional[tuple[
     for s in chat_sentences(turn_text):
         hits = sum(word_in(w, s.lower()) for w in words)
         if hits > best_hits:
-            best, best_hits, before = s, hits, " ".join(seen)
+            best, best_hits, before = s, hits, seen[-1] if seen else ""
         seen.append(s)
     return (best, before) if best is not None and 2 * best_hits >= len(words) else None
 
@@ -3320,9 +3309,11 @@ def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
     prev = prev[0].lower() if prev else ""
     word = None
     if low in ("she", "he", "she's", "he's"):
-        toks = {t.lower() for t in _TOKEN.findall(_best_clause_of(text, said, user_name, nxt))}
-        if toks & _I_SUBJECT and not toks & _THIRD_SUBJECT:
-            word = (f"{user_name} has" if nxt in _SHE_HAS else f"{user_name} is") if "'" in low else user_name
+        own = _self_as_subject(text, said, user_name, nxt)
+        if own is not None:
+            # "She's been" over "I've been" -> has; over "I'm" -> is (the turn's own verb)
+            aux = {"i've": " has", "i'm": " is", "i'd": " had", "i'll": " will"}.get(own, "")
+            word = (f"{user_name}{aux or (' has' if nxt in _SHE_HAS else ' is')}") if "'" in low else user_name
         elif m.start() == 0 and _OPENING_PERSON.match(sentence.strip()):
             named = resolve_opening_pronoun(sentence, before, user_name)
             if named is not None:
@@ -3343,11 +3334,42 @@ def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
 _CLAUSE_OF_SUBJECT = re.compile(r"[,;:]|\b(?:but|because|although|though|while|whereas)\b", re.I)
 
 
-def _best_clause_of(text: str, sentence: str, user_name: str, verb: str = "") -> str:
+# a person word of a clause: whoever comes first in it is its subject
+_KIN_ROLE = frozenset("mum mom dad gran granny grandma grandpa nan nana sister brother wife husband partner son "
+                      "daughter boss friend mate colleague aunt uncle cousin".split())
+
+
+def _self_as_subject(text: str, sentence: str, user_name: str, verb: str) -> Optional[str]:
+    """The user's I-form ("i", "i'm", "i've", ...) that is the subject of the clause of
+    ``sentence`` holding the entry ``text`` (:func:`_best_clause_of`, cut also at "and" /
+    "so"): the clause's first person word, or, when it has none, the last one before it
+    ("I'm so nervous about it"). None when that person word is someone else: a name, a
+    person by role ("Gran broke her hip ... and I'm staying with her"), "he" / "she" /
+    "they" / "it" ("It's been helpful during my move")."""
+    parts = [p for p in _CLAUSE_OR_AND.split(sentence) if p and p.strip()]
+    clause = _best_clause_of(text, sentence, user_name, verb, parts)
+    k = parts.index(clause)
+    for part in [clause, *reversed(parts[:k])]:
+        for j, tok in enumerate(_TOKEN.findall(part)):
+            low = tok.lower()
+            if low in _I_SUBJECT:
+                return low
+            if low in _THIRD_SUBJECT or low in _KIN_ROLE or _PERSON_ROLE.fullmatch(low) or (
+                    tok[:1].isupper() and low not in _FUNCTION_WORDS and low not in _CALENDAR_WORDS
+                    and _name_like(re.sub(r"'s$", "", tok)) and low not in _NOT_NAMES):
+                return None
+    return None
+
+
+_CLAUSE_OR_AND = re.compile(r"[,;:]|\b(?:but|because|although|though|while|whereas|and|so)\b", re.I)
+
+
+def _best_clause_of(text: str, sentence: str, user_name: str, verb: str = "",
+                    parts: Optional[list[str]] = None) -> str:
     """The clause of ``sentence`` (cut at :data:`_CLAUSE_OF_SUBJECT`) that holds ``verb`` (the
     word after the entry's pronoun), else the one that holds most of ``text``'s content
     words: "I've been rowing since May, it's great" -> "I've been rowing since May"."""
-    parts = [p for p in _CLAUSE_OF_SUBJECT.split(sentence) if p and p.strip()]
+    parts = parts or [p for p in _CLAUSE_OF_SUBJECT.split(sentence) if p and p.strip()]
     with_verb = [p for p in parts if verb and any(_same_word(verb, w) for w in _TOKEN.findall(p))]
     if with_verb:
         return with_verb[0]
@@ -3384,11 +3406,14 @@ def pronoun_opening(text: str, user_name: str, others: Sequence[str] = ()) -> bo
 
 
 def _mine_as_theirs(text: str, user_name: str, turn_text: str) -> Optional[str]:
-    """``text`` with a "her" / "his" / "their" + noun that the turn says as "my" + that noun
-    written "<name>'s" + noun ("Dana Whitfield is her business partner" over "My business
+    """``text`` with a "her" / "his" + noun that the turn's sentence behind it says as "my" +
+    that noun written "<name>'s" + noun ("Dana Whitfield is her business partner" over "My business
     partner is Dana Whitfield"); None when there is none."""
-    turn = turn_text.replace("\u2019", "'")
-    for m in re.finditer(r"\b(?:her|his|their)\s+((?:[a-z-]+\s+)?[a-z-]+)\b", text):
+    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
+    if found is None:
+        return None
+    turn = found[0]  # the sentence behind the entry: another sentence's "my dog" is not this "her dog"
+    for m in re.finditer(r"\b(?:her|his)\s+((?:[a-z-]+\s+)?[a-z-]+)\b", text):
         noun = m.group(1)
         if any(w in _FUNCTION_WORDS or w in _PREPOSITIONS for w in noun.split()):
             continue
@@ -3418,7 +3443,10 @@ def split_after_statement(text: str, turn_text: str, user_name: str) -> tuple[st
 # a person the user introduces: "my sister Ana", "our neighbour Mr Okoro", "his girlfriend
 # Mara", "My business partner is Dana Whitfield"
 _INTRODUCED = re.compile(
-    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){0,2})(?:(?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
+    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){1,2}?)(?:(?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
+# words after "-ing" that show it is a verb ("driving over", "coming to", "staying with us")
+_AFTER_ACT = _PREPOSITIONS | frozenset("""back home away around down now today tomorrow tonight again me us him her them
+the a an my our his their this that here there""".split())
 # the user's own parents by their kin word, capitalised as a name ("Mum's driving over")
 _KIN_NAMES = frozenset("mum mom mam mummy mommy dad daddy grandma grandpa gran granny nan nana".split())
 
@@ -3456,9 +3484,12 @@ def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -
     word = re.sub(r"'s$", "", first[0])
     if word.lower() in _KIN_NAMES and word[:1].isupper():
         rest = text[len(first[0]):]
-        verb = " is" if first[0].endswith("'s") and rest.split()[:1] and rest.split()[0].lower().endswith("ing") \
-            else (" has" if first[0].endswith("'s") and rest.split()[:1] and rest.split()[0].lower() in _SHE_HAS
-                  else ("'s" if first[0].endswith("'s") else ""))
+        nxt = [w.lower().strip(".,!?") for w in rest.split()[:2]] + ["", ""]
+        verb = ""
+        if first[0].endswith("'s"):
+            # "Mum's driving over" is "is"; "Mum's wedding ring" is hers; "Mum's been ill" is "has"
+            acting = nxt[0].endswith("ing") and (nxt[1] in _AFTER_ACT or nxt[1] == "")
+            verb = " has" if nxt[0] in _SHE_HAS else (" is" if acting else "'s")
         text = f"{user_name}'s {word.lower()}{verb}{rest}"
     elif word not in set(people):
         return None
@@ -3466,8 +3497,7 @@ def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -
 
 
 _PARTNER_ROLE = r"(?:partner|husband|wife|boyfriend|girlfriend|fianc[ée]e?|hubby|missus)"
-# the user pairs themself with their partner: "me and my partner Ola", "my wife Ama and I",
-# "Ola and I" (once Ola is the partner)
+# the user pairs themself with their partner: "me and my partner Ola", "my wife Ama and I"
 _PAIRED = re.compile(
     rf"\b(?i:me\s+and\s+my|I\s+and\s+my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)|"
     rf"\b(?i:my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)\s+(?i:and\s+(?:I|me))\b")
@@ -3481,9 +3511,13 @@ def household_partner(turn_texts: Sequence[str]) -> Optional[str]:
     return names.pop() if len(names) == 1 else None
 
 
-_WE_FORMS = {"we": "{p}", "we're": "{p} are", "we've": "{p} have", "we'll": "{p} will", "we'd": "{p}'d",
+# a "we" of some other group than the couple: the user with others named or by role, work,
+# school, a team
+_OTHER_GROUP = re.compile(r"\b(?:and (?:I|me)|(?:I|me) and|with (?:my|the) \w+|work|office|colleagues?|team|class|"
+                          r"school|uni|club|band|crew|squad|mates|friends|company|firm|boss|manager)\b", re.I)
+_WE_FORMS = {"we": "{p}", "we're": "{p} are", "we've": "{p} have", "we'll": "{p} will", "we'd": "{p} would",
              "us": "{p}", "our": "{p}'s", "ours": "{p}'s"}
-_THEY_FORMS = {"we": "they", "we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they'd",
+_THEY_FORMS = {"we": "they", "we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they would",
                "us": "them", "our": "their", "ours": "theirs"}
 
 
@@ -3508,7 +3542,16 @@ def restate_as_couple(sentence: str, user_name: str, partner: Optional[str]) -> 
         done = True
         return out[:1].upper() + out[1:] if m.group()[:1].isupper() else out
 
-    text = re.sub(r"\b(?:we're|we've|we'll|we'd|we|us|ours|our)\b(?!-)", swap, text, flags=re.I)
+    if _OTHER_GROUP.search(text):
+        return None  # "my mates and I ... we", "at work we": not the couple
+    text = re.sub(r"\b(?:[Ww]e'd(?=\s+(?:love|like|rather|prefer|be|have|go)\b)|[Ww]e(?:'re|'ve|'ll)?(?!')|us|[Oo]urs?)\b(?!-)",
+                  swap, text)
     if not done:
         return None
     return restate_sentence(text, user_name, about_named=True)
+
+
+def has_correction_mark(text: str) -> bool:
+    """Some sentence of ``text`` opens with a correction mark (:data:`_CORRECTION_OPEN`:
+    "Oh wait", "Sorry, I meant", ...)."""
+    return any(_CORRECTION_OPEN.match(x) for x in _SENTENCE_END.split(text.replace("\u2019", "'")) if x)

@@ -439,6 +439,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return TOLD_REASON
     pos = state.turn_pos.get(turn.turn_id, -1)
     head, rest = screen.split_after_statement(text, turn.content, name)  # a turn may correct itself
+    rest = rest if screen.has_correction_mark(rest) else ""  # a rest that says the value again is no correction
     value = screen.corrected_later(text, [rest] * bool(rest) + [t.content for t in state.user_text_turns
                                                                 if state.turn_pos.get(t.turn_id, -1) > pos], head)
     if value:
