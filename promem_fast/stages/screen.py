@@ -1074,21 +1074,26 @@ def names_no_one(text: str, user_name: str, others: Sequence[str] = (), turn_tex
         return False
     if _says_a_speaker_name(text, [user_name, "user", *others]):
         return False
-    spans = list(_TOKEN.finditer(text))
-    toks = [m.group() for m in spans]
+    toks = _TOKEN.findall(text)
     if any(t.lower() in ("i", "we", "my", "our", "me", "us") for t in toks):
         return False
     # with another named speaker in the chat, "she" / "his" / "they" could be either of them
     named = bool(name_parts(others, user_name))
     if any(t.lower() in _OTHER_SUBJECT and not (named and t.lower() in _THIRD_PERSON) for t in toks):
         return False
+    return not _capitalised_after_first(text)
+
+
+def _capitalised_after_first(text: str, name_like: bool = False) -> bool:
+    """``text`` has a capitalised word after its first (an imperative or a bare adjective
+    opens fragments): not a month or weekday ("The defence is in May."), not a function word
+    opening a later sentence ("That's" / "There's" read without "'s"); with ``name_like``
+    only a word lemminflect does not know as a common one (:func:`_name_like`)."""
     starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
-    # the first token is skipped as before (an imperative or a bare adjective opens fragments);
-    # "That's" / "There's" at a sentence start are read without their "'s"
-    # a month or weekday names no one ("The defence is in May.")
-    return not any(m.group()[:1].isupper() and m.group().lower() not in _CALENDAR_WORDS
-                   and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
-                   for m in spans[1:])
+    return any(m.group()[:1].isupper() and m.group().lower() not in _CALENDAR_WORDS
+               and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
+               and (not name_like or _name_like(re.sub(r"'s$", "", m.group())))
+               for m in list(_TOKEN.finditer(text))[1:])
 
 
 
@@ -3183,15 +3188,7 @@ def _unnamed_person(text: str) -> bool:
     speaker: a capitalised name ("Lucía ... she has the keys") or a person by role ("my mum
     ... her knee op"). "I got it wrong earlier, she comes home on Wednesday": who "she" is
     only the turns before say, and the fact would read as the user's."""
-    toks = _TOKEN.findall(text)
-    for k, tok in enumerate(toks):
-        low = tok.lower()
-        if low in _PERSONAL:
-            return True
-        if _PERSON_ROLE.fullmatch(re.sub(r"'s$", "", low)) or (
-                tok[:1].isupper() and low not in _RESTATED_SELF and (k > 0 or _name_like(tok))):
-            return False
-    return False
+    return _first_unnamed(text, skip_function_words=False) is not None
 
 
 def _name_like(word: str) -> bool:
@@ -3218,7 +3215,15 @@ def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optio
     it does not open so, or ``before`` names no one or more than one person. Shape: (str,
     str, str) -> str | None."""
     m = _OPENING_PERSON.match(sentence.strip())
-    if not m:
+    who = _opening_person(sentence, before, user_name)
+    return None if who is None else who + sentence.strip()[m.end():]
+
+
+def _opening_person(sentence: str, before: str, user_name: str) -> Optional[str]:
+    """Whom the opening "she" / "he" of ``sentence`` means (:func:`resolve_opening_pronoun`):
+    "Efua", or "<user>'s partner Efua" when ``before`` introduces her so; None when it does
+    not open so or ``before`` names no one or more than one person."""
+    if not _OPENING_PERSON.match(sentence.strip()):
         return None
     skip = _speaker_name_words(user_name)
     text = before.replace("\u2019", "'")
@@ -3235,9 +3240,7 @@ def resolve_opening_pronoun(sentence: str, before: str, user_name: str) -> Optio
         return None
     name = names.pop()
     rel = next((r for r, n in people if n == name and r), "")
-    who = f"{user_name}'s {rel}{name}" if rel else name
-    rest = sentence.strip()[m.end():]
-    return who + rest
+    return f"{user_name}'s {rel}{name}" if rel else name
 
 
 _SHE_HAS = frozenset("been got gotten had".split())  # "she's been" = she has been
@@ -3245,9 +3248,10 @@ _PREPOSITIONS = frozenset("""about at by for from in into of off on onto out ove
 after before during since until than like as""".split())
 
 
-def _first_unnamed(text: str) -> Optional[re.Match]:
+def _first_unnamed(text: str, skip_function_words: bool = True) -> Optional[re.Match]:
     """The first "he" / "she" / "him" / "her" / "his" of ``text`` when it comes before any
-    name or person by role (:func:`_unnamed_person`'s reading), else None."""
+    name or person by role, else None. ``skip_function_words``: a capitalised function word
+    ("The move made her anxious") is no name; :func:`_unnamed_person` reads it as one."""
     spans = list(_TOKEN.finditer(text))
     for k, m in enumerate(spans):
         tok = m.group()
@@ -3255,7 +3259,8 @@ def _first_unnamed(text: str) -> Optional[re.Match]:
         if low in _PERSONAL:
             return m
         if _PERSON_ROLE.fullmatch(re.sub(r"'s$", "", low)) or (
-                tok[:1].isupper() and low not in _RESTATED_SELF and low not in _FUNCTION_WORDS
+                tok[:1].isupper() and low not in _RESTATED_SELF
+                and not (skip_function_words and low in _FUNCTION_WORDS)
                 and (k > 0 or _name_like(tok))):
             return None
     return None
@@ -3285,8 +3290,9 @@ def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
     user's sentence in the third person and leaves out whom it means: "I plan to start with
     the book club" -> "She plans to start with the book club"; "My business partner is Dana
     Whitfield." -> "Dana Whitfield is her business partner.". The turn's sentence that holds
-    most of the entry's words (at least half) decides, at the pronoun's place: an "I" in it
-    and no "he" / "she" / "they" / "it" ("She plans" / "I'll likely start") -> the user's name;
+    most of the entry's words (at least half) decides, at the pronoun's place: "I" as the
+    subject of its clause (:func:`_self_as_subject`; "She plans" / "I'll likely start", not
+    "Gran broke her hip ... and I'm staying with her") -> the user's name;
     "my" before the same noun -> "<name>'s"; "me" after the same word ("made her feel" /
     "made me feel") -> the name; a sentence that opens with "she" / "he" right after one that
     introduces one person -> that person (:func:`resolve_opening_pronoun`). "It's been
@@ -3310,16 +3316,13 @@ def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
     word = None
     if low in ("she", "he", "she's", "he's"):
         own = _self_as_subject(text, said, user_name, nxt)
-        if own is not None:
+        who = user_name if own is not None else _opening_person(sentence, before, user_name) if m.start() == 0 else None
+        if who is not None and "'" in low:
             # "She's been" over "I've been" -> has; over "I'm" -> is (the turn's own verb)
-            aux = {"i've": " has", "i'm": " is", "i'd": " had", "i'll": " will"}.get(own, "")
-            word = (f"{user_name}{aux or (' has' if nxt in _SHE_HAS else ' is')}") if "'" in low else user_name
-        elif m.start() == 0 and _OPENING_PERSON.match(sentence.strip()):
-            named = resolve_opening_pronoun(sentence, before, user_name)
-            if named is not None:
-                rest = sentence.strip()[_OPENING_PERSON.match(sentence.strip()).end():]
-                who = named[: len(named) - len(rest)]
-                word = (f"{who} has" if nxt in _SHE_HAS else f"{who} is") if "'" in low else who
+            aux = {"i've": " has", "i'm": " is", "i'd": " had", "i'll": " will"}.get(own or "", "")
+            word = who + (aux or (" has" if nxt in _SHE_HAS else " is"))
+        else:
+            word = who
     if word is None and low in ("her", "his") and any(
             _same_word(nxt, w) for w in re.findall(r"\b(?i:my)\s+([\w']+)", said)):
         word = f"{user_name}'s"
@@ -3329,14 +3332,8 @@ def name_unnamed(text: str, user_name: str, turn_text: str) -> Optional[str]:
     return None if word is None else text[: m.start()] + word + text[m.end():]
 
 
-# where a new subject may start ("I've been rowing since May, it's great"); not "so" /
-# "and", which join a predicate to its own subject ("I'm so nervous")
-_CLAUSE_OF_SUBJECT = re.compile(r"[,;:]|\b(?:but|because|although|though|while|whereas)\b", re.I)
-
-
-# a person word of a clause: whoever comes first in it is its subject
-_KIN_ROLE = frozenset("mum mom dad gran granny grandma grandpa nan nana sister brother wife husband partner son "
-                      "daughter boss friend mate colleague aunt uncle cousin".split())
+# person words _PERSON_ROLE lacks: whoever comes first in a clause is its subject
+_KIN_ROLE = frozenset("gran nan mate".split())
 
 
 def _self_as_subject(text: str, sentence: str, user_name: str, verb: str) -> Optional[str]:
@@ -3347,10 +3344,9 @@ def _self_as_subject(text: str, sentence: str, user_name: str, verb: str) -> Opt
     person by role ("Gran broke her hip ... and I'm staying with her"), "he" / "she" /
     "they" / "it" ("It's been helpful during my move")."""
     parts = [p for p in _CLAUSE_OR_AND.split(sentence) if p and p.strip()]
-    clause = _best_clause_of(text, sentence, user_name, verb, parts)
-    k = parts.index(clause)
-    for part in [clause, *reversed(parts[:k])]:
-        for j, tok in enumerate(_TOKEN.findall(part)):
+    k = _best_clause_of(text, user_name, verb, parts)
+    for part in [parts[k], *reversed(parts[:k])]:
+        for tok in _TOKEN.findall(part):
             low = tok.lower()
             if low in _I_SUBJECT:
                 return low
@@ -3361,20 +3357,19 @@ def _self_as_subject(text: str, sentence: str, user_name: str, verb: str) -> Opt
     return None
 
 
+# where a clause's own subject may start ("Gran broke her hip last week", "I'm staying with her")
 _CLAUSE_OR_AND = re.compile(r"[,;:]|\b(?:but|because|although|though|while|whereas|and|so)\b", re.I)
 
 
-def _best_clause_of(text: str, sentence: str, user_name: str, verb: str = "",
-                    parts: Optional[list[str]] = None) -> str:
-    """The clause of ``sentence`` (cut at :data:`_CLAUSE_OF_SUBJECT`) that holds ``verb`` (the
-    word after the entry's pronoun), else the one that holds most of ``text``'s content
-    words: "I've been rowing since May, it's great" -> "I've been rowing since May"."""
-    parts = parts or [p for p in _CLAUSE_OF_SUBJECT.split(sentence) if p and p.strip()]
-    with_verb = [p for p in parts if verb and any(_same_word(verb, w) for w in _TOKEN.findall(p))]
+def _best_clause_of(text: str, user_name: str, verb: str, parts: list[str]) -> int:
+    """Index of the first clause of ``parts`` that holds ``verb`` (the word after the
+    entry's pronoun), else of the one that holds most of ``text``'s content words: "I've
+    been rowing since May", "it's great" -> 0."""
+    with_verb = [k for k, p in enumerate(parts) if verb and any(_same_word(verb, w) for w in _TOKEN.findall(p))]
     if with_verb:
         return with_verb[0]
     words = [w for w in content_words(text) if w not in _speaker_name_words(user_name) and w not in _PERSONAL]
-    return max(parts, key=lambda p: sum(word_in(w, p.lower()) for w in words), default=sentence)
+    return max(range(len(parts)), key=lambda k: sum(word_in(w, parts[k].lower()) for w in words))
 
 
 _I_SUBJECT = frozenset("i i'm i've i'd i'll".split())
@@ -3397,12 +3392,7 @@ def pronoun_opening(text: str, user_name: str, others: Sequence[str] = ()) -> bo
         return False
     if _says_a_speaker_name(text, [user_name, *others]):
         return False
-    spans = list(_TOKEN.finditer(text))
-    starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
-    return not any(m.group()[:1].isupper() and m.group().lower() not in _CALENDAR_WORDS
-                   and not (m.start() in starts and re.sub(r"'s$", "", m.group().lower()) in _FUNCTION_WORDS)
-                   and _name_like(re.sub(r"'s$", "", m.group()))
-                   for m in spans[1:])
+    return not _capitalised_after_first(text, name_like=True)
 
 
 def _mine_as_theirs(text: str, user_name: str, turn_text: str) -> Optional[str]:
