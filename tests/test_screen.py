@@ -2850,3 +2850,36 @@ def test_the_value_said_first_is_a_number_or_day_before_a_name(turn, entry, valu
 def test_an_accented_first_name_still_names_someone():
     assert screen.names_no_one("José got promoted.", "Nora", []) is False
     assert screen.is_filler("Nora mentioned she also has a cat.", "Nora") is False
+
+
+@pytest.mark.parametrize("entry,turn,chat", [
+    # the chat itself as the user's act: a silence, replies, a promise to report back
+    ("Nadia went silent for a while.", "hiya! sorry, I went silent for a while, work ate me", True),
+    ("Nadia is terrible at texting back.", "ha no stress, I'm terrible at texting back too", True),
+    ("Nadia will keep the assistant posted on the surveyor's visit.",
+     "perfect, I'll keep you posted once the surveyor has been", True),
+    ("Nadia will get back to you about the quote.", "ok I'll get back to you about the quote", True),
+    # a mood the chat brought, in the sentence that thanks it
+    ("Nadia feels way calmer now.", "brilliant, thank you, I feel way calmer now", True),
+    ("Nadia feels much more organised about the move.",
+     "this was so helpful, I feel much more organised about the move", True),
+    # thanks the turn gives the chat, put on someone it only mentions
+    ("Nadia thanked Ruth for the lasagne.", "Ruth dropped off a lasagne. anyway cheers for the help!", True),
+    ("The main thing is Nadia's dad.", "honestly the main thing is my dad", True),
+    # a life fact with the same words stays
+    ("Nadia thanked Ruth for the lasagne.", "I thanked Ruth for the lasagne she left", False),
+    ("Nadia replied to the landlord's email about the deposit.", "I replied to the landlord's email about the deposit", False),
+    ("Nadia went quiet after her divorce.", "I went quiet after my divorce, didn't see anyone", False),
+    ("Nadia has been feeling low since the funeral.", "thanks for asking. I've been feeling low since the funeral", False),
+    ("Nadia feels better now that the cast is off.", "the cast is off and I feel better now", False),
+    ("The main issue is the £3,000 deposit.", "the main issue is the £3,000 deposit", False),
+    ("Nadia's sister went quiet for a while.", "my sister went quiet for a while", False),
+])
+def test_a_remark_about_the_chat_is_filler(entry, turn, chat):
+    assert screen.about_the_chat(entry, "Nadia", turn) is chat
+
+
+def test_an_order_to_bring_something_is_no_plan_of_the_user():
+    turn = "Friday works, come to ours. bring crisps not cake, the kids are off sugar"
+    assert screen.urged_only("Nadia is planning to bring crisps.", "Nadia", turn) is True
+    assert screen.urged_only("Nadia will bring crisps.", "Nadia", "I'll bring crisps on Friday") is False

@@ -268,6 +268,9 @@ def asked_only(text: str, user_name: str, turn_text: str) -> bool:
 # it") or a noun subject ("Work at the bakery was crazy", "Work went great", see _noun_subject).
 _URGED_VERBS = frozenset("""check look take imagine guess try come join listen watch remember consider picture keep
 believe push hang stay enjoy hold give trust follow show meet""".split())
+# a third tier: what a host asks a guest to bring ("bring wine not toys"), read as an imperative
+# unless the verb's own clause has a first person or a time mark ("Bring my kids Friday")
+_ASKED_VERBS = frozenset("bring grab".split())
 _DROPPED_I_VERBS = frozenset("""love like hope wish need want miss feel think know mean agree appreciate thank
 bet wonder reckon suppose sound seem""".split())
 _TIME_MARK = re.compile(r"\b(?:yesterday|last|ago|earlier|already|recently|finally|today|tonight|tomorrow|soon|"
@@ -395,7 +398,7 @@ _IMPERATIVE_LEADS = frozenset("please and".split())
 def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[str, str], ...]:
     """(verb, sentence) of each sentence of ``turn_text``, or part of one after a dash or
     semicolon, that opens, after interjections, "please", "and", ..., with a verb's bare form said as
-    an imperative (the two tiers of the comment above :data:`_URGED_VERBS`; the first-person,
+    an imperative (the tiers of the comments above :data:`_URGED_VERBS` and :data:`_ASKED_VERBS`; the first-person,
     time and habit checks read the whole sentence, dashes included); a question is never one.
     ``previous_other_turn``: the other side's turn before (does it ask for advice?). Cached:
     each entry of a turn reads the same turn again."""
@@ -418,8 +421,10 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[s
             verb = _bare_verb(toks[k]) if k < len(toks) else None
             if verb is None or verb in _NOT_OPENERS or _is_question(sent) or _noun_subject(sent, toks, k):
                 continue
-            if verb not in _URGED_VERBS and (not advice or dropped_i or verb in _DROPPED_I_VERBS
-                                             or verb in _verb_past(verb)):
+            asked = verb in _ASKED_VERBS and not (_TIME_MARK.search(head) or _FIRST_PERSON.intersection(
+                t.lower() for t in _TOKEN.findall(head)))
+            if verb not in _URGED_VERBS and not asked and (not advice or dropped_i or verb in _DROPPED_I_VERBS
+                                                           or verb in _verb_past(verb)):
                 continue
             out.append((verb, sent))
     return tuple(out)
@@ -3545,3 +3550,75 @@ def has_correction_mark(text: str) -> bool:
     """Some sentence of ``text`` opens with a correction mark (:data:`_CORRECTION_OPEN`:
     "Oh wait", "Sorry, I meant", ...)."""
     return any(_CORRECTION_OPEN.match(x) for x in _SENTENCE_END.split(text.replace("\u2019", "'")) if x)
+
+
+# The chat itself as the predicate: a silence, a reply, a promise to report back. Read after
+# the subject and any auxiliary, intent or adverb words.
+_CHAT_LEAD_WORDS = (r"(?:(?:will|would|'ll|is|was|has|had|have|been|be|being|going\s+to|gonna|plans?\s+to|planning\s+to|"
+                    r"promise[sd]?\s+to|wants?\s+to|hopes?\s+to|also|too|always|often|really|probably|just|still|"
+                    r"definitely|actually|honestly)\s+)*")
+_CHAT_ACT = re.compile(
+    r"^" + _CHAT_LEAD_WORDS + r"(?:"
+    r"report\w*\s+back\b|check\w*\s+back\s+in\b|"
+    r"get\w*\s+back\s+to\s+(?:you|the\s+assistant|them)\b|"
+    r"(?:keep|keeps|kept|keeping)\s+(?:\w+\s+){0,2}(?:posted|updated|in\s+the\s+loop)\b|"
+    r"(?:go|goes|went|gone|going)\s+(?:a\s+bit\s+|so\s+|very\s+)?(?:quiet|silent|mia|awol|off\s+the\s+radar)"
+    r"(?=\s*(?:$|[,.;!)]|(?:for|on|lately|recently|again|there|a\s+while|the\s+last)\b))|"
+    r"(?:\w+\s+){0,2}at\s+(?:replying|responding|texting\s+back|messaging\s+back|keeping\s+in\s+touch|getting\s+back)\b|"
+    r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?)\b(?!\s+to\s+(?!(?:you|the\s+assistant|messages?|texts?)\b)))",
+    re.I)
+# a change of mood the chat itself brought ("thanks so much, I feel like 40% less soup now")
+_HELPED_MARK = re.compile(r"\b(?:thanks|thank\s+you|thx|ty|cheers|ta|help(?:s|ed|ful)?|useful)\b", re.I)
+_MOOD_CHANGE = re.compile(r"\b(?:now|better|less|calmer|lighter|clearer|saner|relieved|sorted|organi[sz]ed|"
+                          r"on\s+top\s+of)\b", re.I)
+_MOOD_START = re.compile(r"^(?:(?:is|was)\s+(?:now\s+)?(?:feeling\s+)?|feels|felt|is\s+feeling|has\s+been\s+feeling)\b",
+                         re.I)
+# a frame that only announces a topic ("The bigger thing is Tomasz's mum")
+_TOPIC_FRAME = re.compile(
+    r"^(?:the|(?:[A-Z][\w-]*['\u2019]s))\s+(?:(?:big|bigger|biggest|main|other|real|only|good|bad|best|worst|funny|"
+    r"weird|annoying|hard|tricky|first|second|last)\s+)?(?:thing|news|issue|problem|question|point|part|bit)\s+"
+    r"(?:(?:\w+ly|now|though|tbh)\s+)?(?:is|was)\s+(?P<rest>.+)$", re.I)
+_ACK_LEMMAS = frozenset("thank apologize apologise".split())
+_ACK_WORD = re.compile(r"\b(?:thank\w*|thx|cheers|sorry|apologi[sz]\w*)\b", re.I)
+
+
+def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
+    """True when ``text`` (an entry or atomic fact) tells of the conversation rather than of a
+    person's life, so is filler (docs/evaluation.md rubric):
+    - its subject is the user and its predicate is an act of the chat itself: going quiet,
+      replying, being bad at replying, reporting back, keeping the other side posted
+      ("Kemal went quiet", "Joy has been rubbish at replying", "Olumide will report back once
+      the builder has been round": a promise to the chat, whatever it waits for);
+    - a change of mood ("now", "better", "less ...") told in the turn's sentence that thanks
+      the other side or says the chat helped ("thanks so much, I feel way calmer now");
+    - thanks or an apology to someone the turn never thanks or apologises to: the model puts
+      the chat's "thanks a lot mate" on a person the turn only mentions;
+    - only a topic frame and a short noun phrase ("The bigger thing is Tomasz's mum").
+    English only; the turn ``turn_text`` is the entry's premise. Shape: (str, str, str) -> bool."""
+    if _non_latin(text) or _non_latin(turn_text):
+        return False
+    turn = turn_text.replace("\u2019", "'")
+    body = _strip_subject(text, user_name).replace("\u2019", "'")
+    frame = _TOPIC_FRAME.match(text.strip().rstrip(".!"))
+    if frame and len(_TOKEN.findall(frame.group("rest"))) <= 3 and not re.search(r"\d", frame.group("rest")):
+        return True
+    if body == text.strip():
+        return False  # the rest reads the user's own acts only
+    if _CHAT_ACT.match(body):
+        return True
+    if _MOOD_START.match(body) and _MOOD_CHANGE.search(body):
+        best = _best_sentence(text, turn, set(_name_words(user_name)))
+        if best and _HELPED_MARK.search(best[0]):
+            return True
+    verb = _entry_verb(predicate_words(body, user_name))
+    if verb in _ACK_LEMMAS:
+        after = re.sub(r"^\S+\s+", "", body)  # what follows the verb: who is thanked, and for what
+        whom = [w for w in _TOKEN.findall(after.split(" for ")[0]) if w.lower() not in _FUNCTION_WORDS][:2]
+        if not whom:
+            return False
+        for m in _ACK_WORD.finditer(turn):
+            near = turn[m.end(): m.end() + 40].lower()
+            if any(word_in(w.lower(), near) for w in whom):
+                return False
+        return True
+    return False

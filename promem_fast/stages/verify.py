@@ -400,7 +400,8 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     # cites none (an entry may paraphrase another turn of a bilingual session)
     if half_translated(state, text, state.session.turns):
         return MIXED_SCRIPT_REASON
-    if screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content):
+    if (screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content)
+            or screen.about_the_chat(text, name, turn.content)):
         return FILLER_REASON
     if screen.about_other_speaker(text, others):
         return OTHER_SPEAKER_REASON
