@@ -209,9 +209,13 @@ def test_guess_what_is_a_chat_opener():
 def test_the_partner_the_user_pairs_themself_with():
     assert screen.household_partner(["evening. me and my partner Ola are buying our first flat"]) == "Ola"
     assert screen.household_partner(["My wife Ama and I moved in May."]) == "Ama"
-    # a partner named but never paired with the user, or two of them: no one to read "we" as
-    assert screen.household_partner(["My partner Ola is an accountant. We rent in Partick."]) is None
+    # the one partner the user names, when they pair themself with no one
+    assert screen.household_partner(["My partner Ola is an accountant. We rent in Partick."]) == "Ola"
+    assert screen.household_partner(["me and my partner Ola", "my wife Ama is a nurse"]) == "Ola"
+    # two of them, or a partner only as an owner ("my wife Ama's car"): no one to read "we" as
     assert screen.household_partner(["me and my partner Ola", "me and my boyfriend Sam"]) is None
+    assert screen.household_partner(["my wife Ama", "my husband Sam"]) is None
+    assert screen.household_partner(["I borrowed my wife Ama's goggles."]) is None
 
 
 @pytest.mark.parametrize("sentence, fact", [
@@ -240,6 +244,8 @@ def test_restate_facts_reads_we_as_the_couple():
     ("We'd love to visit Japan.", "Tom and Ola would love to visit Japan."),
     ("My mates and I went climbing and we did ten routes.", None),         # another group's "we"
     ("At work we have a new manager.", None),
+    ("It'll be the three of us on the plot.", None),                         # a "we" counted out
+    ("Me, my partner Ola and our cat Pamuk.", None),                          # the partner named already
 ])
 def test_we_is_the_couple_only(sentence, fact):
     assert screen.restate_as_couple(sentence, "Tom", "Ola") == fact

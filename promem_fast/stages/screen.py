@@ -3498,18 +3498,29 @@ _PAIRED = re.compile(
     rf"\b(?i:my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)\s+(?i:and\s+(?:I|me))\b")
 
 
+# the user names their partner: "my wife Helen", "My partner Efua is the one who ..."
+_PARTNER_NAMED = re.compile(rf"\b(?i:my)\s+{_PARTNER_ROLE}\s+([A-Z][\w-]*)\b(?!['\u2019]s)")
+
+
 def household_partner(turn_texts: Sequence[str]) -> Optional[str]:
     """The partner the user pairs themself with in their turns ``turn_texts`` ("me and my
     partner Ola are buying our first flat", "my wife Ama and I"), when there is exactly
-    one; None otherwise. Shape: list of str in, str | None out."""
-    names = {m.group(1) or m.group(2) for t in turn_texts for m in _PAIRED.finditer(t.replace("\u2019", "'"))}
-    return names.pop() if len(names) == 1 else None
+    one; else the one partner they name ("my wife Helen"); None when they name none or
+    several. Shape: list of str in, str | None out."""
+    texts = [t.replace("\u2019", "'") for t in turn_texts]
+    for pattern in (_PAIRED, _PARTNER_NAMED):
+        names = {next(g for g in m.groups() if g) for t in texts for m in pattern.finditer(t)}
+        if names:
+            return names.pop() if len(names) == 1 else None
+    return None
 
 
 # a "we" of some other group than the couple: the user with others named or by role, work,
 # school, a team
 _OTHER_GROUP = re.compile(r"\b(?:and (?:I|me)|(?:I|me) and|with (?:my|the) \w+|work|office|colleagues?|team|class|"
                           r"school|uni|club|band|crew|squad|mates|friends|company|firm|boss|manager)\b", re.I)
+# a "we" counted out: "the three of us", "all of us" (a child, a friend may be in it)
+_OF_US = re.compile(r"\b(?:all|both|each|some|most|none|two|three|four|five|six|\d+)\s+of\s+(?:us|we)\b", re.I)
 _WE_FORMS = {"we": "{p}", "we're": "{p} are", "we've": "{p} have", "we'll": "{p} will", "we'd": "{p} would",
              "us": "{p}", "our": "{p}'s", "ours": "{p}'s"}
 _THEY_FORMS = {"we": "they", "we're": "they're", "we've": "they've", "we'll": "they'll", "we'd": "they would",
@@ -3537,8 +3548,8 @@ def restate_as_couple(sentence: str, user_name: str, partner: Optional[str]) -> 
         done = True
         return out[:1].upper() + out[1:] if m.group()[:1].isupper() else out
 
-    if _OTHER_GROUP.search(text):
-        return None  # "my mates and I ... we", "at work we": not the couple
+    if _OTHER_GROUP.search(text) or _OF_US.search(text) or re.search(rf"\b{re.escape(partner)}\b", text):
+        return None  # "my mates and I ... we", "at work we", "the three of us": not the couple
     text = re.sub(r"\b(?:[Ww]e'd(?=\s+(?:love|like|rather|prefer|be|have|go)\b)|[Ww]e(?:'re|'ve|'ll)?(?!')|us|[Oo]urs?)\b(?!-)",
                   swap, text)
     if not done:
