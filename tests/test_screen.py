@@ -2883,3 +2883,13 @@ def test_an_order_to_bring_something_is_no_plan_of_the_user():
     turn = "Friday works, come to ours. bring crisps not cake, the kids are off sugar"
     assert screen.urged_only("Nadia is planning to bring crisps.", "Nadia", turn) is True
     assert screen.urged_only("Nadia will bring crisps.", "Nadia", "I'll bring crisps on Friday") is False
+
+
+async def test_an_atomic_fact_opening_with_a_pronoun_nothing_resolves_is_dropped():
+    rows = [("u1", "user", "I adopted a greyhound called Biscuit in May. We take him to the beach every Sunday.")]
+    entry = "Nora adopted a greyhound called Biscuit in May and brings him to the seaside weekly."
+    atoms = ["Nora adopted a greyhound called Biscuit in May.", "They take him to the beach every Sunday."]
+    state = await verified_one(rows, entry, atoms, nli=FakeNLI({entry: "neutral"}, default="entailment"))
+    assert [state.entries[i].text for i in state.live_entries()] == ["Nora adopted a greyhound called Biscuit in May."]
+    assert {d.text: d.reason for d in state.discarded} == {
+        "They take him to the beach every Sunday.": "atomic fact: " + NO_SUBJECT_REASON}

@@ -669,6 +669,8 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
                 if not why:
                     # "She plans ..." over the turn's "I'll start ...": the decomposer drops names too
                     facts[i][k] = screen.name_unnamed(f, name, premise_turn[i].content) or f
+                    if screen.pronoun_opening(screen.time_last(facts[i][k]), name, others):
+                        why = NO_SUBJECT_REASON  # as for an entry: a "They ..." nothing resolves
                 if why:
                     screened[(i, k)] = why
     verdicts = await _nli_check(
