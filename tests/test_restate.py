@@ -261,3 +261,14 @@ def test_mums_thing_is_hers(sentence, fact):
 
 def test_a_person_introduced_with_is():
     assert screen.introduced_people(["My sister is Ana."]) == frozenset({"Ana"})
+
+
+def test_a_name_that_is_also_a_common_word():
+    # right after the role a capitalised word is a name, common word or not; after "is" it
+    # must be no common word, and a month, a weekday or "I" is never one
+    assert screen.introduced_people(["my daughter Grace starts school", "my friend Will came"]) == frozenset(
+        {"Grace", "Will"})
+    assert screen.introduced_people(["my son I think is tired", "my mum Monday morning", "my wife is Grace"]) == \
+        frozenset()
+    assert restate_facts("Grace starts Year 1 in September.", "Tom", ["Grace starts Year 1 September"], 6,
+                         screen.introduced_people(["my daughter Grace"])) == ["Grace starts Year 1 in September."]

@@ -3130,7 +3130,7 @@ def _requests(words: Sequence[str]) -> bool:
     return _bare_verb(first) is not None and after not in _AFTER_NOUN_SUBJECT | {"and", "&", "'s"}
 
 
-def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -> Optional[str]:
+def restate_sentence(sentence: str, user_name: str, about_named: bool = False, subject: str = "") -> Optional[str]:
     """One English sentence of a user turn written about the user by rule, not by the model:
     "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's colleague Rui
     tore his ACL, so Rachel is covering his clients" (:func:`~.extract.repair_first_person`:
@@ -3148,8 +3148,9 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -
     wait for my trip" -> "<name> can't wait ..."). Chat openers and tails ("But", "Haha",
     "lol", "Hey Tom,") and emoji are left out; the fact opens with a capital and ends with a
     full stop unless it ends with "!". ``about_named``: the sentence's subject was named by
-    :func:`resolve_opening_pronoun`; it needs no first-person word then. Shape: (str, str,
-    bool) -> str | None."""
+    :func:`resolve_opening_pronoun`; it needs no first-person word then. ``subject``: the
+    person's name it opens with, read as no verb of a request ("Grace starts school").
+    Shape: (str, str, bool, str) -> str | None."""
     text = re.sub(r"\s+", " ", _EMOJI.sub(" ", sentence.replace("\u2019", "'"))).strip()
     if not text or not user_name or _is_question(text):
         return None
@@ -3160,7 +3161,8 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False) -
     toks = {t.lower() for t in _TOKEN.findall(bare)}
     if (len(words) < 3 or not (about_named or toks & _RESTATED_SELF) or toks & _ADDRESSEE
             or (_POINTING_OPEN.match(bare) and not about_named)
-            or _requests(words) or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
+            or (_requests(words) and not (subject and words[0].startswith(subject)))
+            or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
         return None
     k = _dropped_i(words)
     if k is None and words[0] != "I" and not words[0].startswith("I'") and getAllLemmas(words[0].lower()) \
@@ -3438,7 +3440,7 @@ def split_after_statement(text: str, turn_text: str, user_name: str) -> tuple[st
 # a person the user introduces: "my sister Ana", "our neighbour Mr Okoro", "his girlfriend
 # Mara", "My business partner is Dana Whitfield"
 _INTRODUCED = re.compile(
-    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){1,2}?)(?:(?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
+    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){1,2}?)((?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
 # words after "-ing" that show it is a verb ("driving over", "coming to", "staying with us")
 _AFTER_ACT = _PREPOSITIONS | frozenset("""back home away around down now today tomorrow tonight again me us him her them
 the a an my our his their this that here there""".split())
@@ -3450,16 +3452,18 @@ def introduced_people(turn_texts: Sequence[str], skip: Iterable[str] = ()) -> fr
     """The names the user's turns (``turn_texts``) introduce as people: after a possessive
     and a person's role ("my sister Ana", "his girlfriend Mara", "My business partner is
     Dana Whitfield" -> {"Ana", "Mara", "Dana"}); not a place or a thing ("my trip to Rome"),
-    not the words of ``skip`` (the speakers' names, case-folded). Shape: list of str in,
-    frozenset of str out."""
+    not the words of ``skip`` (the speakers' names, case-folded). A capitalised common word
+    right after the role is a name too ("my daughter Grace"); after "is" it must be no
+    common word ("my husband is Irish"). Shape: list of str in, frozenset of str out."""
     skip = {s.casefold() for s in skip}
     out = set()
     for t in turn_texts:
         for m in _INTRODUCED.finditer(t.replace("\u2019", "'")):
             role = m.group(1).split()
-            name = re.sub(r"^(?:Mr|Mrs|Ms|Dr)\.?\s+", "", m.group(2))
+            name = re.sub(r"^(?:Mr|Mrs|Ms|Dr)\.?\s+", "", m.group(3))
+            named = (_name_like(name) or not m.group(2)) and len(name) > 1 and name.lower() not in _CALENDAR_WORDS
             if role and _PERSON_ROLE.fullmatch(role[-1].lower()) and name.casefold() not in skip \
-                    and _name_like(name) and name.lower() not in _NOT_NAMES:
+                    and named and name.lower() not in _NOT_NAMES:
                 out.add(name)
     return frozenset(out)
 
@@ -3488,7 +3492,8 @@ def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -
         text = f"{user_name}'s {word.lower()}{verb}{rest}"
     elif word not in set(people):
         return None
-    return restate_sentence(text, user_name, about_named=True)
+    # a name that is also a verb ("Grace starts ...") opens no request
+    return restate_sentence(text, user_name, about_named=True, subject=word if word in set(people) else "")
 
 
 _PARTNER_ROLE = r"(?:partner|husband|wife|boyfriend|girlfriend|fianc[ée]e?|hubby|missus)"
