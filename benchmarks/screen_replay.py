@@ -54,6 +54,7 @@ def _rules() -> dict:
         "exhorted_only": lambda m: bool(m["turn"]) and screen.exhorted_only(m["text"], m["user"], m["turn"]),
         "planned_as_done": lambda m: bool(m["turn"]) and screen.planned_as_done(m["text"], m["user"], m["turn"]),
         "about_the_chat": lambda m: bool(m["turn"]) and screen.about_the_chat(m["text"], m["user"], m["turn"]),
+        "placeholder_object": lambda m: bool(screen.placeholder_object(m["text"], m["user"], m["turn"] or "")),
         "names_no_one": lambda m: screen.names_no_one(m["text"], m["user"], m["others"], m["user_turns"]),
         "hedged_as_certain": lambda m: bool(m["turn"]) and screen.hedged_as_certain(m["text"], m["user"], m["turn"]),
         "exclaimed_only": lambda m: bool(m["turn"]) and screen.exclaimed_only(

@@ -797,10 +797,10 @@ async def test_a_compound_entry_keeps_the_users_clause_of_one_said_to_the_other_
 async def test_a_compound_the_decomposer_repeats_beside_a_clause_is_cut_at_its_clauses():
     # the decomposer splits off the wrong-person clause but gives the compound back too:
     # judged whole, the compound would fail the screen and take the user's clause with it
-    entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
+    entry = "Nora moved the team run to Saturday, but she is skipping the run because her ankle hurts."
     state = await verified_one(COACH, entry, [entry, "Nora moved the team run to Saturday."])
     assert [state.entries[i].text for i in state.live_entries()] == [
-        "Nora is skipping it because her ankle hurts."]
+        "Nora is skipping the run because her ankle hurts."]
     assert {d.text: d.reason for d in state.discarded} == {
         "Nora moved the team run to Saturday.": "atomic fact: about another person in turn u1, not the user"}
     # beside the user's clause, the repeat adds nothing that clause does not already state
@@ -824,10 +824,10 @@ async def test_an_entry_half_in_another_script_is_rejected_by_the_screen():
 
 
 async def test_a_compound_the_decomposer_gives_back_whole_is_cut_at_its_clauses():
-    entry = "Nora moved the team run to Saturday, but she is skipping it because her ankle hurts."
+    entry = "Nora moved the team run to Saturday, but she is skipping the run because her ankle hurts."
     state = await verified_one(COACH, entry, [entry])
     assert [state.entries[i].text for i in state.live_entries()] == [
-        "Nora is skipping it because her ankle hurts."]
+        "Nora is skipping the run because her ankle hurts."]
     assert screen.split_clauses("Nora likes tea and coffee.", "Nora") == ["Nora likes tea and coffee."]
     assert screen.split_clauses("Nora likes tea but not coffee and plays chess on Sundays.", "Nora") == [
         "Nora likes tea but not coffee and plays chess on Sundays."]
@@ -2893,3 +2893,31 @@ async def test_an_atomic_fact_opening_with_a_pronoun_nothing_resolves_is_dropped
     assert [state.entries[i].text for i in state.live_entries()] == ["Nora adopted a greyhound called Biscuit in May."]
     assert {d.text: d.reason for d in state.discarded} == {
         "They take him to the beach every Sunday.": "atomic fact: " + NO_SUBJECT_REASON}
+
+
+@pytest.mark.parametrize("entry, word", [
+    # what "it" / "them" stands for is in an earlier sentence
+    ("Nora and her husband were half expecting it but it still stung.", "it"),
+    ("Nora rang them this morning and their back room seats 30.", "them"),
+    ("Nora's brother did it after his knee op.", "it"),
+    # a thing before it, an idiom, or "it" as a clause's subject
+    ("Nora finished her thesis and submitted it on Friday.", None),
+    ("Nora made it to the final.", None),
+    ("Nora's husband thinks she should go for it.", None),
+    ("Nora felt it was important to speak up.", None),
+    ("Nora sold the van because it kept breaking down.", None),
+])
+def test_an_object_pronoun_with_nothing_to_stand_for(entry, word):
+    assert screen.placeholder_object(entry, "Nora", "") == word
+
+
+def test_a_pointing_adverb_or_a_stance_adverb_is_no_content():
+    assert screen.is_filler("Nora is there obviously.", "Nora") is True
+    assert screen.is_filler("Nora honestly loves the new flat.", "Nora") is False
+
+
+def test_a_mood_right_after_the_thanks_is_about_the_chat():
+    turn = "cheers, that's sorted then. feel a lot less stressed than this morning. night!"
+    assert screen.about_the_chat("Nora feels a lot less stressed than this morning.", "Nora", turn) is True
+    turn = "the scan came back clear. feel a lot less stressed than this morning."
+    assert screen.about_the_chat("Nora feels a lot less stressed than this morning.", "Nora", turn) is False

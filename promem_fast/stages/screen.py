@@ -60,7 +60,8 @@ journey experience moment time day today tonight glad wow cheer
 preferen information detail opinion thought view background
 """.split())
 # matched as whole words only ("kind" is not "kindergarten", "again" not "against")
-_META_EXACT = frozenset("kind sweet lucky proud brave caring soon later bye goodbye next again wait too either".split())
+_META_EXACT = frozenset("""kind sweet lucky proud brave caring soon later bye goodbye next again wait too either
+there here obviously honestly literally basically""".split())
 # A reaction to what the other side said ("User agrees ...", "User appreciates ..."): filler
 # unless it names something specific (a name, a number, a non-ASCII word).
 _REACTION_START = re.compile(
@@ -1266,7 +1267,50 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
     end = _POINTING_END.search(entry)
     if end and not re.search(r"\band\b", entry, re.I) and len(predicate_words(body, user_name)) <= _POINTING_END_MAX_WORDS:
         return end.group(1).lower()
-    return _stand_in(body)
+    return _stand_in(body) or _open_object(entry)
+
+
+# "it" / "them" as an object that no thing before it in the entry can stand for: "Hannah and
+# Nora were expecting it", "Nora rang them today": what is meant is in an earlier sentence.
+# Not after "make" ("made it"), not before "to" / "off" / "easy" / "here", nor a clause's
+# subject ("it was fun"), nor "go for it".
+_IT_IDIOM_BEFORE = frozenset("make made makes making nail nailed".split())
+_IT_IDIOM_AFTER = frozenset("to off easy here".split())
+_IT_SUBJECT_NEXT = frozenset("is was has had will would can could 's should might must does did isn't wasn't".split())
+_NO_ANTECEDENT = frozenset("""kind sort bit lot half way thing things stuff time day week weekend month year today tonight
+morning afternoon evening night i me him us""".split())
+
+
+def _open_object(text: str) -> Optional[str]:
+    """The first "it" / "them" of ``text`` used as an object with no common noun, gerund or
+    "the <Name>" before it in ``text`` (a person's role, a bare name, a time word and a hedge
+    such as "kind of" are no antecedent), or None. Of LoCoMo's 347 dev observations with an
+    evidence turn, none. English only."""
+    if _non_latin(text):
+        return None
+    cased = _TOKEN.findall(text.replace("\u2019", "'"))
+    toks = [t.lower() for t in cased]
+    nouns = 0
+    for k, t in enumerate(toks):
+        if t in ("it", "them") and k > 0:
+            prev, nxt = toks[k - 1], (toks[k + 1] if k + 1 < len(toks) else "")
+            if (prev in _IT_IDIOM_BEFORE or nxt in _IT_IDIOM_AFTER or nxt in _IT_SUBJECT_NEXT
+                    or (prev == "for" and toks[k - 2] in ("go", "going", "went", "gone", "goes"))
+                    or (nxt.endswith("s") and not nxt.endswith("ss") and "VERB" in getAllLemmas(nxt))):
+                continue
+            if not nouns:
+                return t
+            continue
+        if k and cased[k][:1].isupper():
+            nouns += toks[k - 1] == "the"  # "the Grand Canyon"; a bare name is a person, no "it"
+            continue
+        nxt = toks[k + 1] if k + 1 < len(toks) else ""
+        gerund = t.endswith("ing") and nxt not in ("it", "them")  # "sees dancing as ... considers it"
+        if gerund or ("NOUN" in getAllLemmas(t) and t not in _NO_ANTECEDENT and t not in _FUNCTION_WORDS
+                      and t not in _FIRST_PERSON and t not in _POSSESSIVE and t not in _OTHER_SUBJECT
+                      and not _PERSON_ROLE.fullmatch(t)):
+            nouns += 1
+    return None
 
 
 # the addressee in an entry: lower case anywhere, capitalised only where a sentence starts (a
@@ -3606,7 +3650,8 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
       ("Kemal went quiet", "Joy has been rubbish at replying", "Olumide will report back once
       the builder has been round": a promise to the chat, whatever it waits for);
     - a change of mood ("now", "better", "less ...") told in the turn's sentence that thanks
-      the other side or says the chat helped ("thanks so much, I feel way calmer now");
+      the other side or says the chat helped, or right after it ("thanks so much, I feel
+      way calmer now");
     - thanks or an apology to someone the turn never thanks or apologises to: the model puts
       the chat's "thanks a lot mate" on a person the turn only mentions;
     - only a topic frame and a short noun phrase ("The bigger thing is Tomasz's mum").
@@ -3624,7 +3669,7 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
         return True
     if _MOOD_START.match(body) and _MOOD_CHANGE.search(body):
         best = _best_sentence(text, turn, set(_name_words(user_name)))
-        if best and _HELPED_MARK.search(best[0]):
+        if best and (_HELPED_MARK.search(best[0]) or _HELPED_MARK.search(best[1])):
             return True
     verb = _entry_verb(predicate_words(body, user_name))
     if verb in _ACK_LEMMAS:
