@@ -2921,3 +2921,13 @@ def test_a_mood_right_after_the_thanks_is_about_the_chat():
     assert screen.about_the_chat("Nora feels a lot less stressed than this morning.", "Nora", turn) is True
     turn = "the scan came back clear. feel a lot less stressed than this morning."
     assert screen.about_the_chat("Nora feels a lot less stressed than this morning.", "Nora", turn) is False
+
+
+@pytest.mark.parametrize("turn, clash", [
+    ("the other half already ordered a new mattress online, she's way more organised", True),
+    ("the landlord already ordered a new mattress online", True),
+    ("I already ordered a new mattress online", False),
+    ("the other half and I already ordered a new mattress online", False),
+])
+def test_the_other_half_or_the_landlord_as_subject_is_someone_else(turn, clash):
+    assert screen.subject_clash("Nora ordered a new mattress online.", "Nora", turn) is clash

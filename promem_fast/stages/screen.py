@@ -1925,7 +1925,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
     "we" there it is the user's. Otherwise a clash is:
 
     * a subject part with "he", "she", "they" or "you", a possessive with its noun ("my
-      brother", "her coach") or a capitalised name after the clause's first word that is not
+      brother", "her coach"), "the" with a person's role or "the other half" ("the other
+      half already ordered runners") or a capitalised name after the clause's first word that is not
       the user's ("my brother Tomas flies in on Sunday" -> "User flies in on Sunday");
     * for "User's X ..." entries, "your" in the subject part ("Your new neighbours will love
       you" -> "User's new neighbours ..."), or "their", "his" or "her" as its last word or
@@ -1990,6 +1991,9 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
         return True
+    if any(t == "the" and (low[k + 1:k + 3] == ["other", "half"] or (k + 1 < len(low) and _PERSON_ROLE.fullmatch(low[k + 1])))
+           for k, t in enumerate(low)):
+        return True  # "the other half already ordered ...", "the landlord says ...": someone else
     if language_of(turn_text) == "de" and has_language_evidence(turn_text):
         # German capitalises every noun ("Am Samstag habe ich zwei Besichtigungen"): a
         # capitalised word names no one there (so "Am Samstag zieht Jana" is not read); "ich" /
