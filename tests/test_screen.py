@@ -2931,3 +2931,9 @@ def test_a_mood_right_after_the_thanks_is_about_the_chat():
 ])
 def test_the_other_half_or_the_landlord_as_subject_is_someone_else(turn, clash):
     assert screen.subject_clash("Nora ordered a new mattress online.", "Nora", turn) is clash
+
+
+def test_a_named_thing_after_a_determiner_can_be_what_it_means():
+    assert screen.placeholder_object("Nora's colleague has a Leaf too and he loves it.", "Nora", "") is None
+    assert screen.placeholder_object("Nora visited the Grand Canyon and loved it.", "Nora", "") is None
+    assert screen.placeholder_object("Nora's partner Sam and Nora were expecting it.", "Nora", "") == "it"

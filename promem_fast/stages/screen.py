@@ -1283,7 +1283,7 @@ morning afternoon evening night i me him us""".split())
 
 def _open_object(text: str) -> Optional[str]:
     """The first "it" / "them" of ``text`` used as an object with no common noun, gerund or
-    "the <Name>" before it in ``text`` (a person's role, a bare name, a time word and a hedge
+    capitalised word after a determiner or possessive ("the Grand Canyon", "a Leaf") before it in ``text`` (a person's role, a bare name, a time word and a hedge
     such as "kind of" are no antecedent), or None. Of LoCoMo's 347 dev observations with an
     evidence turn, none. English only."""
     if _non_latin(text):
@@ -1302,7 +1302,8 @@ def _open_object(text: str) -> Optional[str]:
                 return t
             continue
         if k and cased[k][:1].isupper():
-            nouns += toks[k - 1] == "the"  # "the Grand Canyon"; a bare name is a person, no "it"
+            # "the Grand Canyon", "a Leaf", "his Mégane"; a bare name is a person, no "it"
+            nouns += toks[k - 1] in _DETERMINERS or toks[k - 1] in _POSSESSIVE
             continue
         nxt = toks[k + 1] if k + 1 < len(toks) else ""
         gerund = t.endswith("ing") and nxt not in ("it", "them")  # "sees dancing as ... considers it"
