@@ -2937,3 +2937,23 @@ def test_a_named_thing_after_a_determiner_can_be_what_it_means():
     assert screen.placeholder_object("Nora's colleague has a Leaf too and he loves it.", "Nora", "") is None
     assert screen.placeholder_object("Nora visited the Grand Canyon and loved it.", "Nora", "") is None
     assert screen.placeholder_object("Nora's partner Sam and Nora were expecting it.", "Nora", "") == "it"
+
+
+@pytest.mark.parametrize("entry, turn, chat", [
+    ("Nora is going to walk the dog.", "perfect, thanks! I'm off to walk the dog now", True),
+    ("Nora will jot all that down before the viewing.", "brill, I'll jot all that down before the viewing", True),
+    ("Nora is going to Lisbon in May.", "I'm off to Lisbon in May!", False),
+    ("Nora will walk the dog before work.", "I'll walk the dog before work. ok I'm off to walk the dog", False),
+])
+def test_leaving_the_chat_or_noting_the_advice_is_filler(entry, turn, chat):
+    assert screen.about_the_chat(entry, "Nora", turn) is chat
+
+
+def test_a_correction_announced_then_made_in_the_next_sentence():
+    later = ["oh wait, sorry, I need to fix something. The flat is 58 m², not 48."]
+    assert screen.corrected_later("Nora's flat is 48 m².", later, "the flat is 48 m²") == "48"
+    later = ["oh wait, sorry, I need to fix something. I re-read the listing and it's 42,000 km, not 62,000."]
+    assert screen.corrected_later("Nora's car has 62,000 km.", later, "it has 62,000 km") == "62,000"
+    # the sentence after a mark that corrects nothing stated here
+    assert screen.corrected_later("Nora's car has 62,000 km.", ["oh wait, one more thing. I like blue, not red."],
+                                  "") is None

@@ -2420,8 +2420,10 @@ _WEAK_MARK = r"actually|eigentlich|其实"
 _CORRECTION_OPEN = re.compile(
     r"^\W*(?:(?:oh|ah|ach|um|uh|hm+|ok|okay|no|nein|oops|and|but|und)\b\W*)*"
     rf"(?:(?P<strong>{_STRONG_MARK})|(?P<weak>{_WEAK_MARK}))(?:\b|(?<=[\u4e00-\u9fff]))", re.I)
+# a number keeps its thousands separator ("62,000" is one value, not "62" and "000")
+_VALUE_TOKEN = re.compile(r"\d+(?:[,.]\d+)+|[\w'\u2019]+")
 _CORRECTED = re.compile(
-    r"(?:[,;]|\s[-\u2013\u2014])\s*(?:not|nicht)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?([\w.:]+?)"
+    r"(?:[,;]|\s[-\u2013\u2014])\s*(?:not|nicht)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?(\d+(?:[,.]\d+)+|[\w.:]+?)"
     r"(?=\s*(?:[,;.!?)\u2013\u2014]|\s-\s|$))|"
     r"[，,]\s*不是((?:周|星期|礼拜)[一二三四五六日天]|[\d一二三四五六七八九十两]+(?:号|日|点|月|天|个|块|元|万)?)",
     re.I)
@@ -2430,8 +2432,9 @@ _CORRECTED = re.compile(
 def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: str = "") -> Optional[str]:
     """The value of ``text`` that one of ``later_user_turns`` (the user's turns after the
     entry's premise turn, in order) corrects, or None: a statement opening with a correction
-    mark (:data:`_CORRECTION_OPEN`: "Oh wait", "Sorry, I meant", "Ah warte", "不对", ...)
-    that replaces a value after ", not" / ", nicht" / "，不是" ("... is Sunday at 11, not
+    mark (:data:`_CORRECTION_OPEN`: "Oh wait", "Sorry, I meant", "Ah warte", "不对", ...), or
+    the sentence right after a strong mark that corrects nothing itself ("Oh wait, I need to
+    correct something."), that replaces a value after ", not" / ", nicht" / "，不是" ("... is Sunday at 11, not
     Saturday"), or after "I said" ("I said three weeks ago at the start, it's actually
     four"), which ``text`` still holds ("Hamid booked a viewing for Saturday morning").
     Only values a later question asks about count: a number or a capitalised word (a day, a
@@ -2441,14 +2444,19 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
     Sunday"), nor when a user turn between says the value again (the correction is of that
     turn). Shape: (str, list[str], str) -> str | None."""
-    words = {w.casefold() for w in _TOKEN.findall(text)}
-    before = {w.casefold() for w in _TOKEN.findall(premise_text)}
+    words = {w.casefold() for w in _VALUE_TOKEN.findall(text)}
+    before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)}
     for k, turn in enumerate(later_user_turns):
-        for sentence in _SENTENCE_END.split(turn.replace("\u2019", "'")):
+        sentences = _SENTENCE_END.split(turn.replace("\u2019", "'"))
+        for j, sentence in enumerate(sentences):
             mark = _CORRECTION_OPEN.match(sentence)
             if not mark or _is_question(sentence):
                 continue
-            for old, new, chinese in _corrections(sentence, mark):
+            found = list(_corrections(sentence, mark.end()))
+            if not found and mark.group("strong") and j + 1 < len(sentences) and not _is_question(sentences[j + 1]):
+                # "Oh wait, sorry, I need to correct something. It's 42,000 km, not 62,000."
+                found = list(_corrections(sentences[j + 1], 0))
+            for old, new, chinese in found:
                 if chinese:
                     hit = old in text
                 elif mark.group("weak") and not _is_amount_or_day(old):
@@ -2480,16 +2488,16 @@ def _is_amount_or_day(word: str) -> bool:
     return word[:1].isdigit() or low in _NUMBER_WORDS or low in _CALENDAR_WORDS
 
 
-def _corrections(sentence: str, mark: re.Match) -> Iterator[tuple[str, list[str], bool]]:
+def _corrections(sentence: str, start: int) -> Iterator[tuple[str, list[str], bool]]:
     """(corrected value, the words that replace it, Chinese?) for each correction of
-    ``sentence`` after its mark: ", not X" / ", nicht X" (the new words before it), "，不是X",
-    and "I said X ..., it's actually Y"."""
-    for m in _CORRECTED.finditer(sentence, mark.end()):
+    ``sentence`` from ``start`` (after its mark): ", not X" / ", nicht X" (the new words
+    before it), "，不是X", and "I said X ..., it's actually Y"."""
+    for m in _CORRECTED.finditer(sentence, start):
         if m.group(2):
             yield m.group(2), [], True
         else:
-            yield m.group(1).strip(".:"), _TOKEN.findall(sentence[mark.end():m.start()]), False
-    for m in _SAID_THEN.finditer(sentence, mark.end()):
+            yield m.group(1).strip(".:"), _VALUE_TOKEN.findall(sentence[start:m.start()]), False
+    for m in _SAID_THEN.finditer(sentence, start):
         # the value said first: the first number or day in what "I said" held, else its first
         # name ("I said she lands on the 20th, ... it's actually Sunday the 21st" -> "20th")
         toks = [w for w in _TOKEN.findall(m.group(1)) if not re.fullmatch(r"I(?:'\w+)?", w)]
@@ -2505,7 +2513,7 @@ _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
 def _says_value(value: str, turn_text: str) -> bool:
     if not value.isascii():
         return value in turn_text  # a Chinese value has no spaces around it
-    return value.casefold() in {w.casefold() for w in _TOKEN.findall(turn_text)}
+    return value.casefold() in {w.casefold() for w in _VALUE_TOKEN.findall(turn_text)}
 
 
 # the other side asks how someone else is: "How's Leila doing?", "How is your mum?", "Is
@@ -3625,6 +3633,8 @@ _CHAT_LEAD_WORDS = (r"(?:(?:will|would|'ll|is|was|has|had|have|been|be|being|goi
 _CHAT_ACT = re.compile(
     r"^" + _CHAT_LEAD_WORDS + r"(?:"
     r"report\w*\s+back\b|check\w*\s+back\s+in\b|"
+    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+(?:down\s+)?(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)"
+    r"(?:\s+down)?\b|"
     r"get\w*\s+back\s+to\s+(?:you|the\s+assistant|them)\b|"
     r"(?:keep|keeps|kept|keeping)\s+(?:\w+\s+){0,2}(?:posted|updated|in\s+the\s+loop)\b|"
     r"(?:go|goes|went|gone|going)\s+(?:a\s+bit\s+|so\s+|very\s+)?(?:quiet|silent|mia|awol|off\s+the\s+radar)"
@@ -3644,6 +3654,9 @@ _TOPIC_FRAME = re.compile(
     r"weird|annoying|hard|tricky|first|second|last)\s+)?(?:thing|news|issue|problem|question|point|part|bit)\s+"
     r"(?:(?:\w+ly|now|though|tbh)\s+)?(?:is|was)\s+(?P<rest>.+)$", re.I)
 _ACK_LEMMAS = frozenset("thank apologize apologise".split())
+# the user leaves the chat to do something: "I'm off to make dinner", "off to hide the balls"
+_OFF_TO = re.compile(r"(?:\b(?:i'm|im|i am)\s+|(?:^|(?<=[.!?,;])\s*)(?:(?:right|ok|okay|anyway|well)\W+)?)"
+                     r"(?:just\s+|now\s+)?off\s+to\s+([a-z]+)\b", re.I)
 _ACK_WORD = re.compile(r"\b(?:thank\w*|thx|cheers|sorry|apologi[sz]\w*)\b", re.I)
 
 
@@ -3659,7 +3672,9 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
       way calmer now");
     - thanks or an apology to someone the turn never thanks or apologises to: the model puts
       the chat's "thanks a lot mate" on a person the turn only mentions;
-    - only a topic frame and a short noun phrase ("The bigger thing is Tomasz's mum").
+    - only a topic frame and a short noun phrase ("The bigger thing is Tomasz's mum");
+    - an act the turn only names as the user leaving the chat ("right, I'm off to make
+      dinner" -> "Siobhan is going to make dinner"), or writing the advice down.
     English only; the turn ``turn_text`` is the entry's premise. Shape: (str, str, str) -> bool."""
     if _non_latin(text) or _non_latin(turn_text):
         return False
@@ -3676,7 +3691,16 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
         best = _best_sentence(text, turn, set(_name_words(user_name)))
         if best and (_HELPED_MARK.search(best[0]) or _HELPED_MARK.search(best[1])):
             return True
-    verb = _entry_verb(predicate_words(body, user_name))
+    words = predicate_words(body, user_name)
+    verb = _entry_verb(words)
+    if verb in _INTENT_LEMMAS and len(words) > 1:
+        verb = _entry_verb(words[1:2]) or verb  # "is going to make dinner": the act is "make"
+    leaving = [m.group(1).lower() for m in _OFF_TO.finditer(turn)]
+    if verb and leaving and all(_entry_verb([w]) == verb for w in leaving[:1]):
+        forms = _verb_forms(verb)
+        rest = _OFF_TO.sub(" ", turn).lower()
+        if not any(t in forms for t in _TOKEN.findall(rest)):
+            return True  # "right, I'm off to make dinner": leaving the chat, no plan to keep
     if verb in _ACK_LEMMAS:
         after = re.sub(r"^\S+\s+", "", body)  # what follows the verb: who is thanked, and for what
         whom = [w for w in _TOKEN.findall(after.split(" for ")[0]) if w.lower() not in _FUNCTION_WORDS][:2]
