@@ -2957,3 +2957,11 @@ def test_a_correction_announced_then_made_in_the_next_sentence():
     # the sentence after a mark that corrects nothing stated here
     assert screen.corrected_later("Nora's car has 62,000 km.", ["oh wait, one more thing. I like blue, not red."],
                                   "") is None
+
+
+def test_a_corrected_day_with_or_without_its_ordinal():
+    later = ["wait sorry, I just checked and it's the 19th of October, not the 26th."]
+    assert screen.corrected_later("Nora's race is on Sunday 26 October.", later, "race is Sunday 26 October") == "26th"
+    assert screen.corrected_later("Nora's race is on 19 October.", later, "race is Sunday 26 October") is None
+    later = ["oh wait, it's on the 19th, not the 26th."]
+    assert screen.corrected_later("Nora's race is on the 26th.", later, "race is on the 26th") == "26th"

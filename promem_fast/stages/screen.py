@@ -2444,8 +2444,8 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
     Sunday"), nor when a user turn between says the value again (the correction is of that
     turn). Shape: (str, list[str], str) -> str | None."""
-    words = {w.casefold() for w in _VALUE_TOKEN.findall(text)}
-    before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)}
+    words = {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(text)}
+    before = {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(premise_text)}
     for k, turn in enumerate(later_user_turns):
         sentences = _SENTENCE_END.split(turn.replace("\u2019", "'"))
         for j, sentence in enumerate(sentences):
@@ -2462,10 +2462,11 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
                 elif mark.group("weak") and not _is_amount_or_day(old):
                     continue  # "Actually I prefer Python, not Java": a contrast
                 else:
-                    hit = (_is_amount_or_day(old) or old[:1].isupper()) and old.casefold() in words
+                    # "not the 26th" corrects "Sunday 26 October"
+                    hit = (_is_amount_or_day(old) or old[:1].isupper()) and _bare_ordinal(old.casefold()) in words
                 if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
                     continue
-                if any(w.casefold() in words for w in new
+                if any(_bare_ordinal(w.casefold()) in words for w in new
                        if (_is_amount_or_day(w) or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before):
                     continue
                 # a user turn in between says the value again: the correction is of that one
@@ -2513,7 +2514,12 @@ _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
 def _says_value(value: str, turn_text: str) -> bool:
     if not value.isascii():
         return value in turn_text  # a Chinese value has no spaces around it
-    return value.casefold() in {w.casefold() for w in _VALUE_TOKEN.findall(turn_text)}
+    return _bare_ordinal(value.casefold()) in {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(turn_text)}
+
+
+def _bare_ordinal(word: str) -> str:
+    """A day number without its ordinal suffix ("26th" -> "26"); any other word as it is."""
+    return re.sub(r"^(\d{1,2})(?:st|nd|rd|th)$", r"\1", word, flags=re.I)
 
 
 # the other side asks how someone else is: "How's Leila doing?", "How is your mum?", "Is
