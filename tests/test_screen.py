@@ -2965,3 +2965,39 @@ def test_a_corrected_day_with_or_without_its_ordinal():
     assert screen.corrected_later("Nora's race is on 19 October.", later, "race is Sunday 26 October") is None
     later = ["oh wait, it's on the 19th, not the 26th."]
     assert screen.corrected_later("Nora's race is on the 26th.", later, "race is on the 26th") == "26th"
+
+
+@pytest.mark.parametrize("entry, turn", [
+    # life facts with the words of a chat remark (from the review of the rule)
+    ("Nora responded well to the new medication.", "I responded well to the new medication"),
+    ("Nora replied yes to the wedding invitation.", "I replied yes to the wedding invitation"),
+    ("Nora wrote this song for her grandmother.", "I wrote this song for my gran"),
+    ("Nora keeps her blog updated.", "I keep my blog updated"),
+    ("Nora will get back to them about the job offer by Friday.", "I'll get back to them about the job offer by Friday"),
+    ("Nora reports back to her manager every Friday.", "I report back to my manager every Friday"),
+    ("Nora went quiet for a year after her divorce.", "I went quiet for a year after my divorce"),
+    ("Nora is a qualified nurse now.", "Thanks! I'm a qualified nurse now"),
+    ("Nora is feeling much better now after her surgery.", "Thanks for asking! I'm feeling much better now after my surgery"),
+    ("The big news is Nora is engaged.", "the big news is I'm engaged"),
+    ("Nora is visiting her mum in Leeds this weekend.", "I'm off to visit my mum in Leeds this weekend."),
+    ("Nora thanked Helen for her help.", "I sent Helen flowers to thank her for the help"),
+])
+def test_a_life_fact_in_chat_words_is_no_remark_about_the_chat(entry, turn):
+    assert screen.about_the_chat(entry, "Nora", turn) is False
+
+
+def test_review_cases_of_the_other_new_rules():
+    for entry in ("Nora visited Kyoto with Sam and loved it.", "Nora found it hard to sleep after the accident.",
+                  "Nora hated it when her flatmate was loud.", "Nora considers it a privilege to teach."):
+        assert screen.placeholder_object(entry, "Nora", "") is None, entry
+    assert screen.household_partner(["I'm seeing my boyfriend Friday", "my husband I think"]) is None
+    assert screen.introduced_people(["Had dinner with my parents\nLove them to bits"]) == frozenset()
+    assert screen.restate_about_person("Grace, bring me the map so I can plan.", "Nora", {"Grace"}) is None
+    assert screen.subject_clash("Nora booked her driving test.", "Nora",
+                                "Dropped the kids at school then finally booked my driving test!") is False
+    assert screen.corrected_later("Nora's sister lives in Paris.",
+                                  ["Sorry for the slow reply! We went to Lyon this time, not Paris."], "") is None
+    assert screen.corrected_later("Nora ran 26 km last weekend.",
+                                  ["Sorry, the race is on the 27th, not the 26th."], "") is None
+    assert screen.urged_only("Nora is bringing a lasagne.", "Nora",
+                             "Potluck at Sam's on the 14th. Bring a lasagne, that's the plan, it's my specialty.") is False

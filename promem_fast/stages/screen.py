@@ -423,7 +423,7 @@ def _imperatives(turn_text: str, previous_other_turn: str = "") -> tuple[tuple[s
             if verb is None or verb in _NOT_OPENERS or _is_question(sent) or _noun_subject(sent, toks, k):
                 continue
             asked = verb in _ASKED_VERBS and not (_TIME_MARK.search(head) or _FIRST_PERSON.intersection(
-                t.lower() for t in _TOKEN.findall(head)))
+                t.lower() for t in _TOKEN.findall(sent)))
             if verb not in _URGED_VERBS and not asked and (not advice or dropped_i or verb in _DROPPED_I_VERBS
                                                            or verb in _verb_past(verb)):
                 continue
@@ -1275,7 +1275,7 @@ def placeholder_object(text: str, user_name: str, turn_text: str) -> Optional[st
 # Not after "make" ("made it"), not before "to" / "off" / "easy" / "here", nor a clause's
 # subject ("it was fun"), nor "go for it".
 _IT_IDIOM_BEFORE = frozenset("make made makes making nail nailed".split())
-_IT_IDIOM_AFTER = frozenset("to off easy here".split())
+_IT_IDIOM_AFTER = frozenset("to off easy here when that if a an".split())
 _IT_SUBJECT_NEXT = frozenset("is was has had will would can could 's should might must does did isn't wasn't".split())
 _NO_ANTECEDENT = frozenset("""kind sort bit lot half way thing things stuff time day week weekend month year today tonight
 morning afternoon evening night i me him us""".split())
@@ -1294,16 +1294,20 @@ def _open_object(text: str) -> Optional[str]:
     for k, t in enumerate(toks):
         if t in ("it", "them") and k > 0:
             prev, nxt = toks[k - 1], (toks[k + 1] if k + 1 < len(toks) else "")
-            if (prev in _IT_IDIOM_BEFORE or nxt in _IT_IDIOM_AFTER or nxt in _IT_SUBJECT_NEXT
-                    or (prev == "for" and toks[k - 2] in ("go", "going", "went", "gone", "goes"))
+            dummy = "ADJ" in getAllLemmas(nxt) and any(w in ("to", "when", "that") for w in toks[k + 2:k + 4])
+            if (prev in _IT_IDIOM_BEFORE or nxt in _IT_IDIOM_AFTER or nxt in _IT_SUBJECT_NEXT or dummy
+                    or (prev == "for" and k >= 2 and toks[k - 2] in ("go", "going", "went", "gone", "goes"))
                     or (nxt.endswith("s") and not nxt.endswith("ss") and "VERB" in getAllLemmas(nxt))):
                 continue
             if not nouns:
                 return t
             continue
         if k and cased[k][:1].isupper():
-            # "the Grand Canyon", "a Leaf", "his Mégane"; a bare name is a person, no "it"
-            nouns += toks[k - 1] in _DETERMINERS or toks[k - 1] in _POSSESSIVE
+            # "the Grand Canyon", "a Leaf", "visited Kyoto"; a name after "and" or a role is a
+            # person, no "it"
+            prev = toks[k - 1]
+            nouns += (prev in _DETERMINERS or prev in _POSSESSIVE or prev in _PREPOSITIONS
+                      or ("VERB" in getAllLemmas(prev) and "NOUN" not in getAllLemmas(prev)))
             continue
         nxt = toks[k + 1] if k + 1 < len(toks) else ""
         gerund = t.endswith("ing") and nxt not in ("it", "them")  # "sees dancing as ... considers it"
@@ -1992,8 +1996,8 @@ def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn
         return True  # "Your future family will be lucky" is the addressee's, whatever the entry says
     if any(t in _POSSESSIVE and k + 1 < len(low) for k, t in enumerate(low)):
         return True
-    if any(t == "the" and (low[k + 1:k + 3] == ["other", "half"] or (k + 1 < len(low) and _PERSON_ROLE.fullmatch(low[k + 1])))
-           for k, t in enumerate(low)):
+    opening = [t for t in low if t not in _INTERJECTIONS]
+    if opening[:1] == ["the"] and (opening[1:3] == ["other", "half"] or (len(opening) > 1 and _PERSON_ROLE.fullmatch(opening[1]))):
         return True  # "the other half already ordered ...", "the landlord says ...": someone else
     if language_of(turn_text) == "de" and has_language_evidence(turn_text):
         # German capitalises every noun ("Am Samstag habe ich zwei Besichtigungen"): a
@@ -2444,8 +2448,8 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
     Sunday"), nor when a user turn between says the value again (the correction is of that
     turn). Shape: (str, list[str], str) -> str | None."""
-    words = {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(text)}
-    before = {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(premise_text)}
+    words = {w.casefold() for w in _VALUE_TOKEN.findall(text)} | _day_numbers(text)
+    before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)} | _day_numbers(premise_text)
     for k, turn in enumerate(later_user_turns):
         sentences = _SENTENCE_END.split(turn.replace("\u2019", "'"))
         for j, sentence in enumerate(sentences):
@@ -2453,7 +2457,8 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
             if not mark or _is_question(sentence):
                 continue
             found = list(_corrections(sentence, mark.end()))
-            if not found and mark.group("strong") and j + 1 < len(sentences) and not _is_question(sentences[j + 1]):
+            if (not found and mark.group("strong") and j + 1 < len(sentences) and not _is_question(sentences[j + 1])
+                    and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)):
                 # "Oh wait, sorry, I need to correct something. It's 42,000 km, not 62,000."
                 found = list(_corrections(sentences[j + 1], 0))
             for old, new, chinese in found:
@@ -2462,11 +2467,12 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
                 elif mark.group("weak") and not _is_amount_or_day(old):
                     continue  # "Actually I prefer Python, not Java": a contrast
                 else:
-                    # "not the 26th" corrects "Sunday 26 October"
-                    hit = (_is_amount_or_day(old) or old[:1].isupper()) and _bare_ordinal(old.casefold()) in words
+                    # "not the 26th" corrects "Sunday 26 October" (a day beside its month)
+                    hit = (_is_amount_or_day(old) or old[:1].isupper()) and (
+                        old.casefold() in words or _day_key(old) in words)
                 if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
                     continue
-                if any(_bare_ordinal(w.casefold()) in words for w in new
+                if any(w.casefold() in words or _day_key(w) in words for w in new
                        if (_is_amount_or_day(w) or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before):
                     continue
                 # a user turn in between says the value again: the correction is of that one
@@ -2514,12 +2520,26 @@ _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
 def _says_value(value: str, turn_text: str) -> bool:
     if not value.isascii():
         return value in turn_text  # a Chinese value has no spaces around it
-    return _bare_ordinal(value.casefold()) in {_bare_ordinal(w.casefold()) for w in _VALUE_TOKEN.findall(turn_text)}
+    return value.casefold() in {w.casefold() for w in _VALUE_TOKEN.findall(turn_text)} | _day_numbers(turn_text) or \
+        _day_key(value) in _day_numbers(turn_text)
 
 
-def _bare_ordinal(word: str) -> str:
-    """A day number without its ordinal suffix ("26th" -> "26"); any other word as it is."""
-    return re.sub(r"^(\d{1,2})(?:st|nd|rd|th)$", r"\1", word, flags=re.I)
+_MONTH_NAMES = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}\b|"
+                           rf"\b{_MONTH_NAMES}\s+(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\b|"
+                           r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b|\b(\d{1,2})(?:st|nd|rd|th)\b", re.I)
+
+
+def _day_numbers(text: str) -> set[str]:
+    """Keys ("day:26") of the days of a month ``text`` names: "26 October", "October 26th",
+    "the 26th", "26th"; not a bare number ("ran 26 km")."""
+    return {f"day:{next(g for g in m.groups() if g)}" for m in _DAY_OF_MONTH.finditer(text)}
+
+
+def _day_key(word: str) -> str:
+    """"day:26" for an ordinal day ("26th"), else ""."""
+    m = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)", word, re.I)
+    return f"day:{m.group(1)}" if m else ""
 
 
 # the other side asks how someone else is: "How's Leila doing?", "How is your mum?", "Is
@@ -3224,7 +3244,7 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False, s
     toks = {t.lower() for t in _TOKEN.findall(bare)}
     if (len(words) < 3 or not (about_named or toks & _RESTATED_SELF) or toks & _ADDRESSEE
             or (_POINTING_OPEN.match(bare) and not about_named)
-            or (_requests(words) and not (subject and words[0].startswith(subject)))
+            or (_requests(words) and not (subject and re.fullmatch(rf"{re.escape(subject)}(?:'s)?", words[0])))
             or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
         return None
     k = _dropped_i(words)
@@ -3503,7 +3523,7 @@ def split_after_statement(text: str, turn_text: str, user_name: str) -> tuple[st
 # a person the user introduces: "my sister Ana", "our neighbour Mr Okoro", "his girlfriend
 # Mara", "My business partner is Dana Whitfield"
 _INTRODUCED = re.compile(
-    r"\b(?i:my|our|his|her|their)\s+((?:[a-z-]+\s+){1,2}?)((?i:is|was)\s+)?((?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?[A-Z][\w-]*)")
+    r"\b(?i:my|our|his|her|their)[ \t]+((?:[a-z-]+[ \t]+){1,2}?)((?i:is|was)[ \t]+)?((?:(?:Mr|Mrs|Ms|Dr)\.?[ \t]+)?[A-Z][\w-]*)")
 # words after "-ing" that show it is a verb ("driving over", "coming to", "staying with us")
 _AFTER_ACT = _PREPOSITIONS | frozenset("""back home away around down now today tomorrow tonight again me us him her them
 the a an my our his their this that here there""".split())
@@ -3577,7 +3597,8 @@ def household_partner(turn_texts: Sequence[str]) -> Optional[str]:
     several. Shape: list of str in, str | None out."""
     texts = [t.replace("\u2019", "'") for t in turn_texts]
     for pattern in (_PAIRED, _PARTNER_NAMED):
-        names = {next(g for g in m.groups() if g) for t in texts for m in pattern.finditer(t)}
+        names = {n for t in texts for m in pattern.finditer(t) for n in [next(g for g in m.groups() if g)]
+                 if len(n) > 1 and n.lower() not in _CALENDAR_WORDS and n.lower() not in _NOT_NAMES}
         if names:
             return names.pop() if len(names) == 1 else None
     return None
@@ -3638,25 +3659,27 @@ _CHAT_LEAD_WORDS = (r"(?:(?:will|would|'ll|is|was|has|had|have|been|be|being|goi
                     r"definitely|actually|honestly)\s+)*")
 _CHAT_ACT = re.compile(
     r"^" + _CHAT_LEAD_WORDS + r"(?:"
-    r"report\w*\s+back\b|check\w*\s+back\s+in\b|"
-    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+(?:down\s+)?(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)"
-    r"(?:\s+down)?\b|"
-    r"get\w*\s+back\s+to\s+(?:you|the\s+assistant|them)\b|"
-    r"(?:keep|keeps|kept|keeping)\s+(?:\w+\s+){0,2}(?:posted|updated|in\s+the\s+loop)\b|"
+    r"report\w*\s+back\b(?!\s+to\s+(?!(?:you|the\s+assistant)\b))|check\w*\s+back\s+in\b|"
+    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)\s+down\b|"
+    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+down\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|everything)\b|"
+    r"get\w*\s+back\s+to\s+(?:you|the\s+assistant)\b|"
+    r"(?:keep|keeps|kept|keeping)\s+(?:you|ya|the\s+assistant)\s+(?:posted|updated|in\s+the\s+loop)\b|"
     r"(?:go|goes|went|gone|going)\s+(?:a\s+bit\s+|so\s+|very\s+)?(?:quiet|silent|mia|awol|off\s+the\s+radar)"
-    r"(?=\s*(?:$|[,.;!)]|(?:for|on|lately|recently|again|there|a\s+while|the\s+last)\b))|"
+    r"(?=\s*(?:$|[,.;!)]|(?:lately|recently|again|there|for\s+(?:a\s+(?:while|bit)|ages|a\s+few|a\s+couple))\b))|"
     r"(?:\w+\s+){0,2}at\s+(?:replying|responding|texting\s+back|messaging\s+back|keeping\s+in\s+touch|getting\s+back)\b|"
-    r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?)\b(?!\s+to\s+(?!(?:you|the\s+assistant|messages?|texts?)\b)))",
+    r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?)"
+    r"(?=\s*(?:$|[,.;!)]|(?:to\s+(?:you|the\s+assistant|messages?|texts?)|back|quickly|sooner|too)\b)))",
     re.I)
 # a change of mood the chat itself brought ("thanks so much, I feel like 40% less soup now")
-_HELPED_MARK = re.compile(r"\b(?:thanks|thank\s+you|thx|ty|cheers|ta|help(?:s|ed|ful)?|useful)\b", re.I)
+_HELPED_MARK = re.compile(r"\b(?:thanks|thank\s+you|thx|ty|cheers|ta)\b(?!\s+(?:for|4)\s+asking)|"
+                          r"\b(?:this|that|it|you|this\s+chat)(?:'s|\s+is|\s+was|\s+has|\s+have|'ve)?\s+(?:been\s+)?"
+                          r"(?:so\s+|really\s+|massively\s+|super\s+|very\s+)?(?:helped|helpful|useful)\b", re.I)
 _MOOD_CHANGE = re.compile(r"\b(?:now|better|less|calmer|lighter|clearer|saner|relieved|sorted|organi[sz]ed|"
                           r"on\s+top\s+of)\b", re.I)
-_MOOD_START = re.compile(r"^(?:(?:is|was)\s+(?:now\s+)?(?:feeling\s+)?|feels|felt|is\s+feeling|has\s+been\s+feeling)\b",
-                         re.I)
+_MOOD_START = re.compile(r"^(?:(?:is|was)\s+(?:now\s+)?feeling|feels|felt|has\s+been\s+feeling)\b", re.I)
 # a frame that only announces a topic ("The bigger thing is Tomasz's mum")
 _TOPIC_FRAME = re.compile(
-    r"^(?:the|(?:[A-Z][\w-]*['\u2019]s))\s+(?:(?:big|bigger|biggest|main|other|real|only|good|bad|best|worst|funny|"
+    r"^the\s+(?:(?:big|bigger|biggest|main|other|real|only|good|bad|best|worst|funny|"
     r"weird|annoying|hard|tricky|first|second|last)\s+)?(?:thing|news|issue|problem|question|point|part|bit)\s+"
     r"(?:(?:\w+ly|now|though|tbh)\s+)?(?:is|was)\s+(?P<rest>.+)$", re.I)
 _ACK_LEMMAS = frozenset("thank apologize apologise".split())
@@ -3687,8 +3710,10 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
     turn = turn_text.replace("\u2019", "'")
     body = _strip_subject(text, user_name).replace("\u2019", "'")
     frame = _TOPIC_FRAME.match(text.strip().rstrip(".!"))
-    if frame and len(_TOKEN.findall(frame.group("rest"))) <= 3 and not re.search(r"\d", frame.group("rest")):
-        return True
+    rest = [t.lower() for t in _TOKEN.findall(frame.group("rest"))] if frame else []
+    if frame and len(rest) <= 3 and not re.search(r"\d", frame.group("rest")) and not any(
+            t in _CLAUSE_VERBS or t.endswith("ed") for t in rest):
+        return True  # a noun phrase only: "The big news is Nora is engaged" states a fact
     if body == text.strip():
         return False  # the rest reads the user's own acts only
     if _CHAT_ACT.match(body):
@@ -3701,7 +3726,9 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
     verb = _entry_verb(words)
     if verb in _INTENT_LEMMAS and len(words) > 1:
         verb = _entry_verb(words[1:2]) or verb  # "is going to make dinner": the act is "make"
-    leaving = [m.group(1).lower() for m in _OFF_TO.finditer(turn)]
+    # a trip with a time or a place ("I'm off to visit Mum in Leeds this weekend") is a plan
+    leaving = [m.group(1).lower() for m in _OFF_TO.finditer(turn)
+               if not re.search(r"\b[A-Z]|" + _TIME_MARK.pattern, re.split(r"[.!?,;]", turn[m.end():])[0])]
     if verb and leaving and all(_entry_verb([w]) == verb for w in leaving[:1]):
         forms = _verb_forms(verb)
         rest = _OFF_TO.sub(" ", turn).lower()
@@ -3712,9 +3739,8 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
         whom = [w for w in _TOKEN.findall(after.split(" for ")[0]) if w.lower() not in _FUNCTION_WORDS][:2]
         if not whom:
             return False
-        for m in _ACK_WORD.finditer(turn):
-            near = turn[m.end(): m.end() + 40].lower()
-            if any(word_in(w.lower(), near) for w in whom):
-                return False
+        for sent in chat_sentences(turn):
+            if _ACK_WORD.search(sent) and any(word_in(w.lower(), sent.lower()) for w in whom):
+                return False  # "I sent Helen flowers to thank her": the thanks are Helen's
         return True
     return False
