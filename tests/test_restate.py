@@ -272,3 +272,12 @@ def test_a_name_that_is_also_a_common_word():
         frozenset()
     assert restate_facts("Grace starts Year 1 in September.", "Tom", ["Grace starts Year 1 September"], 6,
                          screen.introduced_people(["my daughter Grace"])) == ["Grace starts Year 1 in September."]
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Gonna continue my edu and check out career options!", "Tom is going to continue Tom's edu and check out career options!"),
+    ("gotta finish my thesis by May", "Tom has to finish Tom's thesis by May."),
+])
+def test_a_dropped_i_before_gonna_or_gotta(sentence, fact):
+    assert screen.restate_sentence(sentence, "Tom") == fact
+    assert "going to be honest" not in (screen.restate_sentence("Gonna be honest, I love it", "Tom") or "")

@@ -3213,6 +3213,10 @@ def _requests(words: Sequence[str]) -> bool:
     return _bare_verb(first) is not None and after not in _AFTER_NOUN_SUBJECT | {"and", "&", "'s"}
 
 
+_DROPPED_I_SAID = {"gonna": "I'm going to", "wanna": "I want to", "gotta": "I have to"}
+_DROPPED_I_CHAT = re.compile(r"^(gonna|wanna|gotta)\b(?=\s+[a-z])(?!\s+be\s+honest\b)", re.I)
+
+
 def restate_sentence(sentence: str, user_name: str, about_named: bool = False, subject: str = "") -> Optional[str]:
     """One English sentence of a user turn written about the user by rule, not by the model:
     "My colleague Rui tore his ACL, so I'm covering his clients" -> "Rachel's colleague Rui
@@ -3238,6 +3242,8 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False, s
     if not text or not user_name or _is_question(text):
         return None
     text = _CHAT_TAIL.sub("", _CHAT_LEAD.sub("", text)).strip(" ,;:-\u2013\u2014")
+    # chat's dropped "I": "Gonna continue my edu ..." is "I'm going to continue my edu ..."
+    text = _DROPPED_I_CHAT.sub(lambda m: _DROPPED_I_SAID[m.group(1).lower()], text, count=1)
     text = re.sub(r"\bi(?=(?:'(?:m|ve|d|ll))?\b(?![.\w]))", "I", text)  # chat's lower-case "i"
     bare, restore = hide_quotes(text)
     words = bare.split()
