@@ -450,21 +450,31 @@ def urged_only(text: str, user_name: str, turn_text: str, previous_other_turn: s
     body = _strip_subject(text, user_name)
     if body == text.strip() or _non_latin(turn_text):
         return False
-    words = predicate_words(body, user_name)
-    verb = _entry_verb(words)
-    if verb in _INTENT_LEMMAS and len(words) > 1:
-        verb = _entry_verb(words[1:2]) or verb  # "is planning to bring treats": the act is "bring"
+    verb = _act_verb(predicate_words(body, user_name))
     if verb is None:
         return False
     urged = [sent for v, sent in _imperatives(turn_text, previous_other_turn) if v == verb]
     if not urged:
         return False
-    forms = _verb_forms(verb)
     rest = turn_text
     for part in urged:
         rest = rest.replace(part, " ")
-    rest = rest.lower()
-    return not any(t in forms for t in _TOKEN.findall(rest))
+    return not _says_verb(verb, rest)
+
+
+def _act_verb(words: Sequence[str]) -> Optional[str]:
+    """The verb lemma of an entry's predicate ``words`` (:func:`_entry_verb`), or the act
+    after a verb of plan or wish ("is planning to bring treats" -> "bring")."""
+    verb = _entry_verb(words)
+    if verb in _INTENT_LEMMAS and len(words) > 1:
+        verb = _entry_verb(words[1:2]) or verb
+    return verb
+
+
+def _says_verb(lemma: str, text: str) -> bool:
+    """``text`` holds some form of the verb ``lemma`` (:func:`_verb_forms`)."""
+    forms = _verb_forms(lemma)
+    return any(t in forms for t in _TOKEN.findall(text.lower()))
 
 
 def _stated_only_in_what_goes(text: str, user_name: str, turn_text: str, bare: str) -> bool:
@@ -1292,8 +1302,9 @@ def _open_object(text: str) -> Optional[str]:
     toks = [t.lower() for t in cased]
     nouns = 0
     for k, t in enumerate(toks):
+        nxt = toks[k + 1] if k + 1 < len(toks) else ""
         if t in ("it", "them") and k > 0:
-            prev, nxt = toks[k - 1], (toks[k + 1] if k + 1 < len(toks) else "")
+            prev = toks[k - 1]
             dummy = "ADJ" in getAllLemmas(nxt) and any(w in ("to", "when", "that") for w in toks[k + 2:k + 4])
             if (prev in _IT_IDIOM_BEFORE or nxt in _IT_IDIOM_AFTER or nxt in _IT_SUBJECT_NEXT or dummy
                     or (prev == "for" and k >= 2 and toks[k - 2] in ("go", "going", "went", "gone", "goes"))
@@ -1309,7 +1320,6 @@ def _open_object(text: str) -> Optional[str]:
             nouns += (prev in _DETERMINERS or prev in _POSSESSIVE or prev in _PREPOSITIONS
                       or ("VERB" in getAllLemmas(prev) and "NOUN" not in getAllLemmas(prev)))
             continue
-        nxt = toks[k + 1] if k + 1 < len(toks) else ""
         gerund = t.endswith("ing") and nxt not in ("it", "them")  # "sees dancing as ... considers it"
         if gerund or ("NOUN" in getAllLemmas(t) and t not in _NO_ANTECEDENT and t not in _FUNCTION_WORDS
                       and t not in _FIRST_PERSON and t not in _POSSESSIVE and t not in _OTHER_SUBJECT
@@ -2449,7 +2459,7 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     Sunday"), nor when a user turn between says the value again (the correction is of that
     turn). Shape: (str, list[str], str) -> str | None."""
     words = {w.casefold() for w in _VALUE_TOKEN.findall(text)} | _day_numbers(text)
-    before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)} | _day_numbers(premise_text)
+    before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)}
     for k, turn in enumerate(later_user_turns):
         sentences = _SENTENCE_END.split(turn.replace("\u2019", "'"))
         for j, sentence in enumerate(sentences):
@@ -2520,7 +2530,7 @@ _CORRECTION_WORDS = frozenset("i i'm it's es sind is wait actually".split())
 def _says_value(value: str, turn_text: str) -> bool:
     if not value.isascii():
         return value in turn_text  # a Chinese value has no spaces around it
-    return value.casefold() in {w.casefold() for w in _VALUE_TOKEN.findall(turn_text)} | _day_numbers(turn_text) or \
+    return value.casefold() in {w.casefold() for w in _VALUE_TOKEN.findall(turn_text)} or \
         _day_key(value) in _day_numbers(turn_text)
 
 
@@ -2533,7 +2543,7 @@ _DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_
 def _day_numbers(text: str) -> set[str]:
     """Keys ("day:26") of the days of a month ``text`` names: "26 October", "October 26th",
     "the 26th", "26th"; not a bare number ("ran 26 km")."""
-    return {f"day:{next(g for g in m.groups() if g)}" for m in _DAY_OF_MONTH.finditer(text)}
+    return {f"day:{m.group(m.lastindex)}" for m in _DAY_OF_MONTH.finditer(text)}
 
 
 def _day_key(word: str) -> str:
@@ -3550,11 +3560,16 @@ def introduced_people(turn_texts: Sequence[str], skip: Iterable[str] = ()) -> fr
         for m in _INTRODUCED.finditer(t.replace("\u2019", "'")):
             role = m.group(1).split()
             name = re.sub(r"^(?:Mr|Mrs|Ms|Dr)\.?\s+", "", m.group(3))
-            named = (_name_like(name) or not m.group(2)) and len(name) > 1 and name.lower() not in _CALENDAR_WORDS
             if role and _PERSON_ROLE.fullmatch(role[-1].lower()) and name.casefold() not in skip \
-                    and named and name.lower() not in _NOT_NAMES:
+                    and (_name_like(name) or not m.group(2)) and _may_be_name(name):
                 out.add(name)
     return frozenset(out)
+
+
+def _may_be_name(word: str) -> bool:
+    """A capitalised word after a person's role may be their name: not one letter ("my
+    husband I think"), a month or weekday ("my boyfriend Friday") or a chat word ("lol")."""
+    return len(word) > 1 and word.lower() not in _CALENDAR_WORDS and word.lower() not in _NOT_NAMES
 
 
 def restate_about_person(sentence: str, user_name: str, people: Iterable[str]) -> Optional[str]:
@@ -3603,8 +3618,8 @@ def household_partner(turn_texts: Sequence[str]) -> Optional[str]:
     several. Shape: list of str in, str | None out."""
     texts = [t.replace("\u2019", "'") for t in turn_texts]
     for pattern in (_PAIRED, _PARTNER_NAMED):
-        names = {n for t in texts for m in pattern.finditer(t) for n in [next(g for g in m.groups() if g)]
-                 if len(n) > 1 and n.lower() not in _CALENDAR_WORDS and n.lower() not in _NOT_NAMES}
+        names = {m.group(m.lastindex) for t in texts for m in pattern.finditer(t)
+                 if _may_be_name(m.group(m.lastindex))}
         if names:
             return names.pop() if len(names) == 1 else None
     return None
@@ -3663,11 +3678,12 @@ def has_correction_mark(text: str) -> bool:
 _CHAT_LEAD_WORDS = (r"(?:(?:will|would|'ll|is|was|has|had|have|been|be|being|going\s+to|gonna|plans?\s+to|planning\s+to|"
                     r"promise[sd]?\s+to|wants?\s+to|hopes?\s+to|also|too|always|often|really|probably|just|still|"
                     r"definitely|actually|honestly)\s+)*")
+_WRITE = r"(?:write|writes|writing|wrote|written|jot\w*|note)"
 _CHAT_ACT = re.compile(
     r"^" + _CHAT_LEAD_WORDS + r"(?:"
     r"report\w*\s+back\b(?!\s+to\s+(?!(?:you|the\s+assistant)\b))|check\w*\s+back\s+in\b|"
-    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)\s+down\b|"
-    r"(?:write|writes|writing|wrote|written|jot\w*|note)\s+down\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|everything)\b|"
+    rf"{_WRITE}\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)\s+down\b|"
+    rf"{_WRITE}\s+down\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|everything)\b|"
     r"get\w*\s+back\s+to\s+(?:you|the\s+assistant)\b|"
     r"(?:keep|keeps|kept|keeping)\s+(?:you|ya|the\s+assistant)\s+(?:posted|updated|in\s+the\s+loop)\b|"
     r"(?:go|goes|went|gone|going)\s+(?:a\s+bit\s+|so\s+|very\s+)?(?:quiet|silent|mia|awol|off\s+the\s+radar)"
@@ -3728,18 +3744,12 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
         best = _best_sentence(text, turn, set(_name_words(user_name)))
         if best and (_HELPED_MARK.search(best[0]) or _HELPED_MARK.search(best[1])):
             return True
-    words = predicate_words(body, user_name)
-    verb = _entry_verb(words)
-    if verb in _INTENT_LEMMAS and len(words) > 1:
-        verb = _entry_verb(words[1:2]) or verb  # "is going to make dinner": the act is "make"
+    verb = _act_verb(predicate_words(body, user_name))  # "is going to make dinner": "make"
     # a trip with a time or a place ("I'm off to visit Mum in Leeds this weekend") is a plan
     leaving = [m.group(1).lower() for m in _OFF_TO.finditer(turn)
                if not re.search(r"\b[A-Z]|" + _TIME_MARK.pattern, re.split(r"[.!?,;]", turn[m.end():])[0])]
-    if verb and leaving and all(_entry_verb([w]) == verb for w in leaving[:1]):
-        forms = _verb_forms(verb)
-        rest = _OFF_TO.sub(" ", turn).lower()
-        if not any(t in forms for t in _TOKEN.findall(rest)):
-            return True  # "right, I'm off to make dinner": leaving the chat, no plan to keep
+    if verb and leaving and _entry_verb(leaving[:1]) == verb and not _says_verb(verb, _OFF_TO.sub(" ", turn)):
+        return True  # "right, I'm off to make dinner": leaving the chat, no plan to keep
     if verb in _ACK_LEMMAS:
         after = re.sub(r"^\S+\s+", "", body)  # what follows the verb: who is thanked, and for what
         whom = [w for w in _TOKEN.findall(after.split(" for ")[0]) if w.lower() not in _FUNCTION_WORDS][:2]
