@@ -3001,3 +3001,63 @@ def test_review_cases_of_the_other_new_rules():
                                   ["Sorry, the race is on the 27th, not the 26th."], "") is None
     assert screen.urged_only("Nora is bringing a lasagne.", "Nora",
                              "Potluck at Sam's on the 14th. Bring a lasagne, that's the plan, it's my specialty.") is False
+
+
+# The classes left on new dialogues at 0ada5cb, each as an invented case and its near misses.
+@pytest.mark.parametrize("entry,turn,planned", [
+    # a first-person present with a time ahead is a timetable, not a deed
+    ("Nora started at the dental practice on the 9th.", "I quit the bakery! I start at the dental practice on the 9th", True),
+    ("Nora flew to Oslo.", "we fly to Oslo next Friday, can't wait", True),
+    ("Nora moved to Leeds.", "I move to Leeds in two weeks", True),
+    ("Nora swam on Monday.", "I usually swim on Monday", False),  # a habit
+    ("Nora started at the dental practice.", "I started at the dental practice on the 9th", False),
+    ("Nora started at the dental practice.", "Sam starts at the dental practice on the 9th", False),
+])
+def test_a_present_with_a_time_ahead_is_a_plan(entry, turn, planned):
+    assert screen.planned_as_done(entry, "Nora", turn) is planned
+
+
+def test_a_correction_of_a_value_the_premise_never_said():
+    later = ["the meet-up is Saturday 14 March. I can bring snacks",
+             "oh wait, I checked the invite: it's actually the 7th of March, not the 14th."]
+    # the entry cites the turn that named the meet-up; its day came from the next turn
+    assert screen.corrected_later("Nora is going to the book club meet-up on Saturday 14 March.", later,
+                                  "I joined the book club at the library") == "14th"
+    # the premise said the day and a turn between says it again: that one is corrected
+    assert screen.corrected_later("Nora's dentist appointment is on 14 March.", later,
+                                  "my dentist appointment is on 14 March") is None
+    # the entry already holds the new day: nothing left to correct
+    assert screen.corrected_later("Nora is going to the meet-up on 7 March.", later,
+                                  "I joined the book club at the library") is None
+
+
+@pytest.mark.parametrize("entry,open_word", [
+    ("So the whole family is driving up, Nora will be there a week.", "there"),
+    ("Nora found out on Monday and is still in shock.", "found out"),
+    ("Nora is there obviously.", "there"),
+    ("Nora flew to Lisbon and will be there a week.", None),
+    ("Nora works at the library and is there until 6 on Fridays.", None),
+    ("Nora will be there for her sister.", None),
+    ("Nora was getting there with the thesis.", None),
+    ("There is a party at Nora's on Friday.", None),
+    ("Nora found out that she got the grant.", None),
+    ("Nora found out about the merger on Monday.", None),
+])
+def test_a_there_or_a_found_out_with_nothing_it_stands_for(entry, open_word):
+    assert screen._open_object(entry) == open_word
+
+
+def test_a_dialogue_line_copied_with_its_label_is_no_memory():
+    assert screen.is_filler("Nora: That's amazing, so happy for you!!", "Nora", ["Sam"]) is True
+    assert screen.is_filler("[D1:4] Sam (user): wow congrats", "Nora", ["Sam"]) is True
+    # a label before a fact that names the person is a restated fact
+    assert screen.is_filler("Nora Lind (user): Nora Lind's blood type is O negative.", "Nora Lind", []) is False
+    assert screen.is_filler("Nora's plan: a week in Lisbon in May.", "Nora", ["Sam"]) is False
+
+
+def test_being_back_in_the_chat_and_a_name_said_before_i():
+    assert screen.restate_sentence("samm I'm back!", "Nora") == "Nora is back!"
+    assert screen.about_the_chat("Nora is back!", "Nora", "samm I'm back! sorry for the silence") is True
+    assert screen.about_the_chat("Nora will be back later.", "Nora", "gotta run, back later") is True
+    assert screen.about_the_chat("Nora is back from Peru.", "Nora", "I'm back from Peru!") is False
+    assert screen.about_the_chat("Nora is back at work.", "Nora", "I'm back at work") is False

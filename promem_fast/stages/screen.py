@@ -1291,8 +1291,24 @@ _NO_ANTECEDENT = frozenset("""kind sort bit lot half way thing things stuff time
 morning afternoon evening night i me him us""".split())
 
 
+# "there" of a place ("will be there 10 days") after these verbs, and the words that name a
+# place before it ("flew to Lagos", "at the clinic"); "be there for" is support, no place
+_THERE_VERBS = frozenset("""be is am are was were been being go goes went going gone stay stays
+stayed staying live lives lived living move moves moved moving fly flies flew flying head heads headed heading
+drive drives drove driving travel travels travelled traveled travelling traveling arrive arrives arrived arriving
+work works worked working meet meets met meeting""".split())
+_PLACE_LEADS = frozenset("in at to from near into around visit visits visited visiting towards".split())
+_GROUP_NOUNS = frozenset("""family families friends everyone everybody kids children parents relatives people team
+guests group crew gang folks lot whole rest""".split())
+# "found out" with nothing found: no "that", "about", "what", ... after it
+_FOUND_OUT = frozenset("find finds found finding".split())
+_FOUND_WHAT = frozenset("that about what how why who whom where when if whether it this they she he her his their".split())
+
+
 def _open_object(text: str) -> Optional[str]:
-    """The first "it" / "them" of ``text`` used as an object with no common noun, gerund or
+    """A "there" after a verb of being or going with no place before it ("the whole family
+    is flying out, Ife will be there 10 days"), a "found out" with nothing found ("found out
+    on Tuesday"), or the first "it" / "them" of ``text`` used as an object with no common noun, gerund or
     capitalised word after a determiner or possessive ("the Grand Canyon", "a Leaf") before it in ``text`` (a person's role, a bare name, a time word and a hedge
     such as "kind of" are no antecedent), or None. Of LoCoMo's 347 dev observations with an
     evidence turn, none. English only."""
@@ -1300,9 +1316,19 @@ def _open_object(text: str) -> Optional[str]:
         return None
     cased = _TOKEN.findall(text.replace("\u2019", "'"))
     toks = [t.lower() for t in cased]
-    nouns = 0
+    nouns = places = 0
     for k, t in enumerate(toks):
         nxt = toks[k + 1] if k + 1 < len(toks) else ""
+        if k and toks[k - 1] in _PLACE_LEADS:
+            places += 1
+        lemmas = getAllLemmas(t)
+        if ("NOUN" in lemmas and "VERB" not in lemmas and "ADJ" not in lemmas and t not in _NO_ANTECEDENT
+                and t not in _GROUP_NOUNS and not _PERSON_ROLE.fullmatch(t)):
+            places += 1  # "works her day job ... is there until 5:30": a thing to be at
+        if t == "there" and k and toks[k - 1] in _THERE_VERBS and nxt != "for" and not places:
+            return t
+        if t == "out" and k and toks[k - 1] in _FOUND_OUT and not _FOUND_WHAT.intersection(toks[k + 1:k + 7]):
+            return "found out"
         if t in ("it", "them") and k > 0:
             prev = toks[k - 1]
             dummy = "ADJ" in getAllLemmas(nxt) and any(w in ("to", "when", "that") for w in toks[k + 2:k + 4])
@@ -1406,6 +1432,17 @@ def told_named_unsaid(text: str, user_name: str, user_turns: Sequence[str], othe
     return True
 
 
+def _speaker_label_opening(text: str, names: Sequence[str]) -> bool:
+    """``text`` is a dialogue line copied with its label: an optional "[turn id]", a
+    speaker's name (one of ``names`` or its first word) or a role, an optional "(user)", a
+    colon, then words that name no speaker ("Ife: That's not less exciting, that's huge!!";
+    "Sarah Garcia (user): ... Sarah Garcia's personality type is ENTJ" is a fact restated)."""
+    words = {w for n in names if n for w in (n, n.split()[0])} | {"User", "Assistant"}
+    alt = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    m = re.match(rf"\s*(?:\[[^\]]{{1,12}}\]\s*)?(?:{alt})(?:\s*\((?:user|assistant)\))?\s*:\s", text, re.I)
+    return bool(m) and not (_speaker_name_words(*names) & {t.lower() for t in _TOKEN.findall(text[m.end():])})
+
+
 def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     """True when ``text`` carries nothing worth recalling: no content word beyond the user's
     name and words about the conversation itself (thanks, praise, agreement, sign-offs,
@@ -1423,7 +1460,10 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     party of the chat by role ("thanked the other person", "told the user", not "the
     user research team" nor "the assistant"); or it is a short
     claim about an unnamed "it"
-    (:func:`_vague`). Numbers and non-ASCII words always count as content."""
+    (:func:`_vague`); or it is a dialogue line copied with its speaker label ("Ife: That's
+    huge!!", "[D1:7] Ife (user): ..."). Numbers and non-ASCII words always count as content."""
+    if _speaker_label_opening(text, [user_name, *others]):
+        return True
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words or _ROLE_REF.search(body):
@@ -2276,12 +2316,40 @@ _PAST_MARK = re.compile(r"\b(?:yesterday|ago|last|finally|used to|as a (?:kid|ch
                         re.I)
 
 
+# a point ahead in time after a present verb: "I start at the clinic on the 16th", "we fly
+# next Friday" (a timetable's present tense; a past deed takes the past form)
+_WEEKDAY_NAMES = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH_WORDS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_AHEAD = re.compile(
+    rf"\b(?:tomorrow|tonight|next\s+(?:week|month|year|weekend|{_WEEKDAY_NAMES})|"
+    rf"on\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|on\s+{_WEEKDAY_NAMES}\b(?!s)|"
+    rf"on\s+\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_WORDS}\b|on\s+{_MONTH_WORDS}\s+\d|"
+    rf"in\s+(?:a|an|\d+|two|three|four|five|six|a few|a couple of)\s+(?:days?|weeks?|months?)\b|"
+    rf"this\s+(?:coming\s+)?(?:weekend|{_WEEKDAY_NAMES})\b)", re.I)
+_FIRST_SUBJECT = frozenset("i we".split())
+
+
+def _scheduled(sentence: str, m: re.Match, lemmas: Iterable[str]) -> bool:
+    """The verb ``m`` of ``sentence`` is a first-person present with a time ahead in its
+    clause ("I start at the vet clinic on the 16th"): a plan on a timetable, not a deed."""
+    if m.group().lower() not in lemmas:
+        return False
+    before = _TOKEN.findall(sentence[:m.start()].lower())
+    while before and (before[-1].endswith("ly") or before[-1] in ("also", "just", "then", "now", "still")):
+        before.pop()
+    if not before or before[-1] not in _FIRST_SUBJECT:
+        return False
+    clause = re.split(r"[,;:]|\s[-\u2013\u2014]\s|\bbut\b", sentence[m.end():])[0]
+    return bool(_AHEAD.search(clause)) and not _HABIT.search(sentence)
+
+
 def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
     """True when the entry says the user did something ("Rafael has asked Mrs. Patel for a
     reference": its verb in a past form) that the turn only plans, intends or owes: every
     occurrence of that verb in ``turn_text`` (any form) comes right after "going to",
     "will" / "'ll", "plan to", "need to", "might", ... ("Mrs. Patel runs that class, I'll
-    ask her"). The entry must say no plan itself ("plans to ask" is kept) and its verb must
+    ask her"), or is a first-person present with a time ahead ("I start at the vet clinic on
+    the 16th": :func:`_scheduled`). The entry must say no plan itself ("plans to ask" is kept) and its verb must
     not be spelled the same in the present ("put", "read"). English turns and entries whose
     subject is the user only. Shape: (str, str, str) -> bool."""
     if not subject_is_user(text, user_name) or not reads_english(turn_text) or _ENTRY_PLAN.search(text):
@@ -2299,6 +2367,9 @@ def planned_as_done(text: str, user_name: str, turn_text: str) -> bool:
     seen = False
     for sentence, m in _word_hits(turn_text, forms):
         plan = _PLAN_BEFORE.search(sentence[:m.start()])
+        if not plan and _scheduled(sentence, m, lemmas):
+            seen = True
+            continue
         # a plan takes the base form ("I'll ask"; "I'd finished" is "had"), and a past
         # "could" / "would" is no plan
         if (not plan or m.group().lower() not in lemmas
@@ -2457,7 +2528,9 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
     or also holds a new number or capitalised word of the correction before "not", one its
     ``premise_text`` lacks (it already tells of the change: "moved from Saturday to
     Sunday"), nor when a user turn between says the value again (the correction is of that
-    turn). Shape: (str, list[str], str) -> str | None."""
+    turn) and ``premise_text`` says it too: a premise that never says the value gave the
+    entry none ("signed up for the Lakeside Half" cited, "race is Sunday 26 October" next,
+    "the 19th of October, not the 26th" after). Shape: (str, list[str], str) -> str | None."""
     words = {w.casefold() for w in _VALUE_TOKEN.findall(text)} | _day_numbers(text)
     before = {w.casefold() for w in _VALUE_TOKEN.findall(premise_text)}
     for k, turn in enumerate(later_user_turns):
@@ -2482,11 +2555,16 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
                         old.casefold() in words or _day_key(old) in words)
                 if not hit or re.search(rf"(?:\b(?:not|nicht)\s+(?:\w+\s+)?|不是){re.escape(old)}", text, re.I):
                     continue
-                if any(w.casefold() in words or _day_key(w) in words for w in new
-                       if (_is_amount_or_day(w) or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | before):
+                # a user turn in between says the value again: the correction is of that one,
+                # unless the premise never said it (the entry took the value from that turn)
+                between = [t for t in later_user_turns[:k] if _says_value(old, t)]
+                if between and (not premise_text or _says_value(old, premise_text)):
                     continue
-                # a user turn in between says the value again: the correction is of that one
-                if any(_says_value(old, t) for t in later_user_turns[:k]):
+                # words said beside the old value are not news ("Sunday 26 October" ->
+                # "the 19th of October, not the 26th": "October" is no new value)
+                known = before | {w.casefold() for t in between for w in _VALUE_TOKEN.findall(t)}
+                if any(w.casefold() in words or _day_key(w) in words for w in new
+                       if (_is_amount_or_day(w) or w[:1].isupper()) and w.casefold() not in _CORRECTION_WORDS | known):
                     continue
                 return old
     return None
@@ -2534,7 +2612,7 @@ def _says_value(value: str, turn_text: str) -> bool:
         _day_key(value) in _day_numbers(turn_text)
 
 
-_MONTH_NAMES = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_MONTH_NAMES = _MONTH_WORDS
 _DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}\b|"
                            rf"\b{_MONTH_NAMES}\s+(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\b|"
                            r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b|\b(\d{1,2})(?:st|nd|rd|th)\b", re.I)
@@ -3263,6 +3341,11 @@ def restate_sentence(sentence: str, user_name: str, about_named: bool = False, s
             or (_requests(words) and not (subject and re.fullmatch(rf"{re.escape(subject)}(?:'s)?", words[0])))
             or (words[0].lower() in _FRAGMENT_OPEN and "," not in bare)):
         return None
+    if (len(words) >= 3 and re.fullmatch(r"I(?:'(?:m|ve|d|ll))?", words[1]) and words[0].isalpha()
+            and not getAllLemmas(words[0].lower())):
+        # a name said to the other side before "I" ("petraaa I'm back"): no part of the fact
+        bare = bare[len(words[0]):].lstrip()
+        words = words[1:]
     k = _dropped_i(words)
     if k is None and words[0] != "I" and not words[0].startswith("I'") and getAllLemmas(words[0].lower()) \
             and not _name_like(words[0]):
@@ -3685,6 +3768,7 @@ _CHAT_ACT = re.compile(
     rf"{_WRITE}\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|them|everything)\s+down\b|"
     rf"{_WRITE}\s+down\s+(?:all\s+)?(?:of\s+)?(?:that|this|it|everything)\b|"
     r"get\w*\s+back\s+to\s+(?:you|the\s+assistant)\b|"
+    r"(?:be\s+)?back(?:\s+(?:soon|later|again|here|now|online))?[\s!.]*$|"
     r"(?:keep|keeps|kept|keeping)\s+(?:you|ya|the\s+assistant)\s+(?:posted|updated|in\s+the\s+loop)\b|"
     r"(?:go|goes|went|gone|going)\s+(?:a\s+bit\s+|so\s+|very\s+)?(?:quiet|silent|mia|awol|off\s+the\s+radar)"
     r"(?=\s*(?:$|[,.;!)]|(?:lately|recently|again|there|for\s+(?:a\s+(?:while|bit)|ages|a\s+few|a\s+couple))\b))|"
@@ -3717,7 +3801,8 @@ def about_the_chat(text: str, user_name: str, turn_text: str) -> bool:
     - its subject is the user and its predicate is an act of the chat itself: going quiet,
       replying, being bad at replying, reporting back, keeping the other side posted
       ("Kemal went quiet", "Joy has been rubbish at replying", "Olumide will report back once
-      the builder has been round": a promise to the chat, whatever it waits for);
+      the builder has been round": a promise to the chat, whatever it waits for), or being
+      back in it ("Noor is back!", with nothing she is back from);
     - a change of mood ("now", "better", "less ...") told in the turn's sentence that thanks
       the other side or says the chat helped, or right after it ("thanks so much, I feel
       way calmer now");
