@@ -68,6 +68,7 @@ def _rules() -> dict:
         "owner_added": lambda m: bool(m["turn"]) and screen.owner_added(m["text"], m["user"], m["turn"], m["user_turns"]),
         "object_of_other": lambda m: bool(m["turn"]) and screen.object_of_other(m["text"], m["user"], m["turn"]),
         "is_filler": lambda m: screen.is_filler(m["text"], m["user"], m["others"]),
+        "act_moved_from_user": lambda m: bool(m["turn"]) and screen.act_moved_from_user(m["text"], m["user"], m["turn"]),
         "subject_clash": lambda m: bool(m["turn"]) and screen.subject_clash(m["text"], m["user"], m["turn"], m["previous"]),
         "said_to_other": lambda m: bool(m["turn"]) and screen.said_to_other(m["text"], m["user"], m["turn"]),
         "reaction_to_other": lambda m: bool(m["turn"]) and screen.reaction_to_other(

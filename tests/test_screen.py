@@ -3061,3 +3061,42 @@ def test_being_back_in_the_chat_and_a_name_said_before_i():
     assert screen.about_the_chat("Nora will be back later.", "Nora", "gotta run, back later") is True
     assert screen.about_the_chat("Nora is back from Peru.", "Nora", "I'm back from Peru!") is False
     assert screen.about_the_chat("Nora is back at work.", "Nora", "I'm back at work") is False
+
+
+@pytest.mark.parametrize("entry,turn,moved", [
+    # the user's "I" turned into the person just named
+    ("Nora's friend Jakub recommends a dentist in Mokotów, he booked her for Friday.",
+     "my friend Jakub recommends a dentist in Mokotów, I booked her for Friday", True),
+    ("Nora's sister is painting the nursery this weekend.",
+     "my sister's visiting next week! I'm painting the nursery this weekend", True),
+    ("Nora's mother is thrilled about the new flat.", "my mum called. honestly I'm so thrilled about the new flat", True),
+    # "he" / "she" after the user's own name, or after a role only, is the user
+    ("Nora left her job because she was exhausted.", "I left my job, I was exhausted", False),
+    ("Nora's dad was a baker so she grew up in the shop.", "my dad was a baker so I grew up in the shop", False),
+    # the turn says it of the other person too
+    ("Nora's sister is painting the nursery.", "my sister is painting the nursery and I'm painting the hall", False),
+    ("Nora's friend Jakub booked the dentist.", "my friend Jakub booked the dentist for me", False),
+])
+def test_an_act_of_the_user_given_to_someone_else(entry, turn, moved):
+    assert screen.act_moved_from_user(entry, "Nora", turn) is moved
+
+
+def test_learning_what_the_other_side_just_said_is_a_reaction():
+    prev = "Most councils run a bulky waste collection: you book a slot online and they take the sofa for about £25."
+    assert screen.reaction_to_other("Nora didn't know about the bulky waste collection, will tell Sam.", "Nora", prev,
+                                    "oh I didn't know about bulky waste collection, will tell Sam") is True
+    assert screen.reaction_to_other("Nora didn't know about her dad's illness until March.", "Nora", prev,
+                                    "I didn't know about his illness until March") is False
+
+
+def test_a_correction_that_says_the_act_again_with_another_day():
+    turn = ("wait no sorry, I got the date wrong, I handed the keys back on friday the 14th, "
+            "the 12th was when we moved the boxes out")
+    assert screen.corrected_later("Nora handed the keys back on March 12th.", [turn],
+                                  "I handed back the keys on the 12th of march") == "12th"
+    assert screen.corrected_later("Nora handed the keys back on the 14th.", [turn], "") is None
+    assert screen.corrected_later("Nora moved the boxes out on the 12th.", [turn], "") is None
+    # the stating sentence itself is the correction: read as a later turn
+    assert screen.stating_correction("Nora handed the keys back on March 12th.", turn, "Nora") == turn
+    assert screen.stating_correction("Nora handed the keys back.", "I handed the keys back on the 12th", "Nora") == ""
+    assert screen.restate_sentence("hola, need some help with my landlord.", "Nora") is None

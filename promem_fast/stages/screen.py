@@ -1706,6 +1706,11 @@ ECHO_SHARE = 0.8
 _STANCE_STATE = re.compile(r"^(?:is|was|feels|felt|seems|seemed)\s+(?:so\s+|very\s+|really\s+|super\s+)?([\w'’]+)", re.I)
 
 
+# learning what the other side just said: "didn't know about X", "had no idea that ..."
+_LEARNED = re.compile(r"^(?:did\s*n[o']?t|never)\s+(?:know|knew|realise|realize|hear|heard)\s+(?:about\s+|of\s+|that\s+)?|"
+                      r"^had\s+no\s+idea\s+(?:about\s+|that\s+)?", re.I)
+
+
 def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_text: str = "") -> bool:
     """True when ``text`` is the user's reaction to what the other side just showed or said:
     "likes / loves the X" (or "that X", "your X") with at most 2 content words, all of them
@@ -1714,11 +1719,19 @@ def reaction_to_other(text: str, user_name: str, previous_other_turn: str, turn_
     substantive words, all in that turn's statements (not its questions), drawn from a clause of ``turn_text`` that opens with
     a reaction and has no first person ("Loving the inclusivity!" -> "User is interested in
     inclusivity"); or an **echo** of any length (:func:`_echoes_other`). The last two read
-    English turns only (False for letters outside Latin scripts). Shape: str in, bool out."""
+    English turns only (False for letters outside Latin scripts); or learning what that turn
+    said ("didn't know about passenger assist" after the other side explained it). Shape:
+    str in, bool out."""
     body = _strip_subject(text, user_name)
     if body == text.strip() or not previous_other_turn:
         return False
     low = previous_other_turn.lower()
+    learned = _LEARNED.match(body.replace("\u2019", "'"))
+    if learned:
+        what = re.split(r"[,;.!?]|\s+(?:and|but|so)\s+", body[learned.end():])[0]
+        words = _substantive(predicate_words(what, user_name))
+        if words and all(word_in(w, low) for w in words):
+            return True  # "didn't know about passenger assist": the other side's news
     if _LIKES_THE.match(body):
         words = _substantive(predicate_words(body, user_name))[1:]  # past the verb
         if 0 < len(words) <= 2 and all(word_in(w, low, pair_share=PAIR_SHARE) for w in words):
@@ -1968,6 +1981,63 @@ def speaker_dead(text: str, user_name: str) -> bool:
     body = text.strip()
     return bool(user_name) and body.lower().startswith(user_name.lower()) and \
         bool(_DEAD.match(body[len(user_name):]))
+
+
+# someone else as an entry clause's subject: "he" / "she" / "they", or the user's relative
+# ("Sione's mother, Mum,", "Aroha's sister Lena"), then the predicate's head word
+_THIRD_ACT = re.compile(
+    r"(?:\b(?P<pronoun>he|she)|^\s*[A-Z][\w-]*(?:\s+[A-Z][\w-]*)?'s\s+(?P<role>[a-z-]+)"
+    r"(?:\s*,\s*[A-Z][\w-]*\s*,|\s+[A-Z][\w-]*)?)"
+    r"\s+(?:(?:is|was|are|were|has\s+been|had\s+been)\s+)?(?:(?:\w+ly|also|just|then|already|even|still|so)\s+)*"
+    r"(?P<head>[a-z]+)\b", re.I)
+_ACT_ADVERBS = frozenset("also just then already finally even actually still so really mostly kind sort of".split())
+_I_FORMS = frozenset("i i'm im i've i'd i'll".split())
+
+
+def _after_first_person(before: list[str]) -> bool:
+    """``before`` (lower-case tokens up to a word) ends with the first person as its subject:
+    "I", "I'm", "I am", "I was", an adverb between allowed ("I'm mostly excited")."""
+    while before and (before[-1] in _ACT_ADVERBS or before[-1].endswith("ly")):
+        before.pop()
+    if before and before[-1] in _I_FORMS:
+        return True
+    return len(before) >= 2 and before[-1] in ("am", "was") and before[-2] == "i"
+
+
+def act_moved_from_user(text: str, user_name: str, turn_text: str) -> bool:
+    """True when the entry gives someone else ("he" / "she" after another person's name, or
+    the user's relative as its subject: "Aroha's mother", "Sione's mother, Mum,") an act or state that
+    ``turn_text`` says only of the user: every time the predicate's head word (the verb, or
+    the word after "is" / "was": "painting", "excited") comes in the turn, "I" / "I'm" / "I
+    am" is right before it. The 1.5B model turns the user's "I" into the person just named
+    ("my colleague Brian swears by a physio, I booked her for Tuesday" -> "..., he booked
+    her"; "mum's coming over ... I'm painting the spare room" -> "Sione's mother is painting
+    the spare room"). The head must not be "be" / "have" / a modal and must be a verb or
+    adjective. English only. Shape: (str, str, str) -> bool."""
+    if _non_latin(text) or _non_latin(turn_text) or not reads_english(turn_text):
+        return False
+    turn = turn_text.replace("\u2019", "'")
+    entry = text.replace("\u2019", "'")
+    own = _name_words(user_name)
+    for m in _THIRD_ACT.finditer(entry):
+        if m.group("role") and not _PERSON_ROLE.fullmatch(m.group("role")):
+            continue
+        if m.group("pronoun"):
+            # "he" / "she" stands for the nearest name before it: the user's ("Jon started
+            # a studio because he ...") or none (a role: "his dad ... so he grew up") is left
+            names = [w for w in _TOKEN.findall(entry[:m.start()]) if _name_like(w.split("'")[0])
+                     and w[1:].split("'")[0].islower() and w.lower() not in _CALENDAR_WORDS]
+            if not names or names[-1].lower() in own or names[-1].split("'")[0].lower() in own:
+                continue
+        head = m.group("head").lower()
+        lemmas = getAllLemmas(head)
+        if head in _CLAUSE_VERBS or not ("VERB" in lemmas or "ADJ" in lemmas):
+            continue
+        subjects = [_after_first_person(_TOKEN.findall(sentence[:hit.start()].lower()))
+                    for sentence, hit in _word_hits(turn, {head})]
+        if subjects and all(subjects):
+            return True
+    return False
 
 
 def subject_clash(text: str, user_name: str, turn_text: str, previous_other_turn: str = "") -> bool:
@@ -2544,6 +2614,10 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
                     and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)):
                 # "Oh wait, sorry, I need to correct something. It's 42,000 km, not 62,000."
                 found = list(_corrections(sentences[j + 1], 0))
+            if (not found and mark.group("strong")
+                    and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)):
+                # "wait no sorry, I got the date wrong, I gave the keys back on saturday the 30th"
+                found = list(_restated_value(text, sentence[mark.end():]))
             for old, new, chinese in found:
                 if chinese:
                     hit = old in text
@@ -2581,6 +2655,27 @@ sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty hundred""".s
 def _is_amount_or_day(word: str) -> bool:
     low = word.casefold()
     return word[:1].isdigit() or low in _NUMBER_WORDS or low in _CALENDAR_WORDS
+
+
+def _restated_value(text: str, sentence: str) -> Iterator[tuple[str, list[str], bool]]:
+    """(the entry's day, the new day's words, False) when a clause of ``sentence`` (what
+    follows a correction mark) says the entry's act again, at least two of its content words,
+    with another day of the month and not the entry's ("I gave the keys back on saturday the
+    30th" against "Pablo gave the keys back on August 28th")."""
+    entry_days = _day_numbers(text)
+    if not entry_days:
+        return
+    words = {w.lower() for w in _TOKEN.findall(text) if len(w) > 2 and w.lower() not in _FUNCTION_WORDS}
+    clauses = re.split(r"[,;:]|\s[-\u2013\u2014]\s", sentence)
+    best = max(clauses, key=lambda c: len(words & {w.lower() for w in _TOKEN.findall(c)}))
+    if len(words & {w.lower() for w in _TOKEN.findall(best)}) < 2:
+        return
+    said = _day_numbers(best)
+    new, old = said - entry_days, entry_days - said
+    if new and old:
+        old_tok = next((w for w in _VALUE_TOKEN.findall(text) if _day_key(w) in old), None)
+        if old_tok:
+            yield old_tok, [w for w in _VALUE_TOKEN.findall(best) if _day_key(w) in new], False
 
 
 def _corrections(sentence: str, start: int) -> Iterator[tuple[str, list[str], bool]]:
@@ -3249,7 +3344,7 @@ _PRONOUN_START = re.compile(r"(?:he|she|it|they|this|that|these|those|there)\b",
 _CHAT_LEAD = re.compile(
     r"^(?:(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|but|and|also|plus|oh|ah|ha|haha\w*|lol|btw|ugh|yay|aww+|phew|omg|"
     r"wow|hmm|um|actually|honestly|anyway|sorry|ok|okay|yeah|yep|yes)"
-    r"\b|(?:hey|hi|hello|thanks|dear)(?:\s+[A-Z][\w'-]*)?(?=\s*[,.!])|"
+    r"\b|(?:hey|hi|hiya|hello|hola|ciao|hallo|thanks|dear)(?:\s+[A-Z][\w'-]*)?(?=\s*[,.!])|"
     r"(?:so|well|no|right|sure|deal|wait|i mean|guess what)(?=\s*[,.!\u2013\u2014-]))"
     r"[\s,.!\u2013\u2014-]*)+", re.I)
 _CHAT_TAIL = re.compile(r"(?:[\s,]+(?:lol|haha\w*|hehe|tbh|idk|btw))+\s*(?=[.!?]*\s*$)", re.I)
@@ -3748,6 +3843,15 @@ def restate_as_couple(sentence: str, user_name: str, partner: Optional[str]) -> 
     if not done:
         return None
     return restate_sentence(text, user_name, about_named=True)
+
+
+def stating_correction(text: str, turn_text: str, user_name: str) -> str:
+    """The sentence of ``turn_text`` that states ``text`` when it opens with a correction mark
+    ("wait no sorry, I got the date wrong, I gave the keys back on saturday the 30th, the 28th
+    was when I moved most of the stuff out"), else "": :func:`corrected_later` reads it as
+    a later turn, so an entry that keeps the value it replaces is caught."""
+    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
+    return found[0] if found and _CORRECTION_OPEN.match(found[0]) else ""
 
 
 def has_correction_mark(text: str) -> bool:

@@ -441,8 +441,10 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     pos = state.turn_pos.get(turn.turn_id, -1)
     head, rest = screen.split_after_statement(text, turn.content, name)  # a turn may correct itself
     rest = rest if screen.has_correction_mark(rest) else ""  # a rest that says the value again is no correction
-    value = screen.corrected_later(text, [rest] * bool(rest) + [t.content for t in state.user_text_turns
-                                                                if state.turn_pos.get(t.turn_id, -1) > pos], head)
+    own = screen.stating_correction(text, turn.content, name)  # the stating sentence corrects itself
+    value = screen.corrected_later(text, [own] * bool(own) + [rest] * bool(rest)
+                                   + [t.content for t in state.user_text_turns if state.turn_pos.get(t.turn_id, -1) > pos],
+                                   head)
     if value:
         logger.debug("%r: %r corrected later", text[:60], value)
         return CORRECTED_REASON
@@ -450,7 +452,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
         return URGED_REASON
     if screen.speaker_dead(text, name):
         return DEAD_SPEAKER_REASON
-    if screen.subject_clash(text, name, turn.content, previous):
+    if screen.subject_clash(text, name, turn.content, previous) or screen.act_moved_from_user(text, name, turn.content):
         return WRONG_PERSON_REASON.format(tid=turn.turn_id)
     if screen.owner_swapped(text, name, turn.content):
         return OWNER_REASON
