@@ -17,7 +17,7 @@ from promem_fast.stages.verify import (
     KIND_REASON, PLACEHOLDER_REASON, QUOTED_REASON, REVERSED_FEELING_REASON, SAID_OF_IT_REASON, UNSTATED_REASON,
     URGED_REASON, CITED_OTHER_REASON, ADDRESSED_REASON, REMARK_REASON, PRAISE_REASON, NO_SUBJECT_REASON, AGE_REASON,
     OWNER_REASON, HELD_BY_OTHER_REASON, RELATION_REASON, DEAD_SPEAKER_REASON, PHRASE_REASON,
-    dedup_entries, shared_words, stands_for, verify_entries)
+    TEMPLATE_REASON, dedup_entries, shared_words, stands_for, verify_entries)
 from promem_fast.prompts.common import dialogue_block
 
 from conftest import FakeNLI, KeywordEmbedder, const, keyed, make_config, make_ctx, make_services
@@ -1701,6 +1701,20 @@ async def test_dedup_keeps_the_fuller_statement_and_never_merges_opposites():
         "near-duplicate of 'Nora loves jazz music.'", "near-duplicate of 'Nora bikes to work.'"]
 
 
+async def test_dedup_drops_one_sentence_filled_with_every_name():
+    rows = [("u1", "user", "can I come back after thursday and paste his written quote? Ola, Piotr and Kasia all quoted")]
+    s = session(rows)
+    ctx = make_ctx(session=s, services=make_services(rules={}, embed=KeywordEmbedder(["quote", "budget"])))
+    state = PipelineState.create(s, "Nora", dialogue_block(s, "Nora"))
+    texts = ["Nora will use Ola's written quote after Thursday.", "Nora will use Piotr's written quote after Thursday.",
+             "Nora will use Kasia's written quote after Thursday.", "Nora's budget is 30,000 zł."]
+    state.entries = [Entry(t, "draft", "kept", ["u1"]) for t in texts]
+    dropped = await dedup_entries(ctx, state)
+    assert [state.entries[i].text for i in dropped] == texts[:3]
+    assert [state.entries[i].text for i in state.live_entries()] == texts[3:]
+    assert {d.reason for d in state.discarded} == {TEMPLATE_REASON}
+
+
 @pytest.mark.parametrize("tau_dup_nli", [0.8, None])
 async def test_a_paraphrase_below_tau_dup_is_a_duplicate_only_when_the_fuller_entry_entails_it(tau_dup_nli):
     rows = [("u1", "user", "I chose an adoption agency that helps LGBTQ+ folks. I read biographies and "
@@ -3100,3 +3114,32 @@ def test_a_correction_that_says_the_act_again_with_another_day():
     assert screen.stating_correction("Nora handed the keys back on March 12th.", turn, "Nora") == turn
     assert screen.stating_correction("Nora handed the keys back.", "I handed the keys back on the 12th", "Nora") == ""
     assert screen.restate_sentence("hola, need some help with my landlord.", "Nora") is None
+
+
+def test_a_denied_number_and_a_number_for_a_number_are_corrections():
+    later = ["wait no Tomek didn't order 40, he ordered 4 dozen, so 48 😅 he's taking them to his team"]
+    assert screen.corrected_later("Tomek ordered 40 pierogi.", later, "Tomek ordered 40") == "40"
+    assert screen.corrected_later("Tomek ordered 48 pierogi.", later, "") is None
+    later = ["wait I said 3 rooms, it's 4. also the plumber's quote is 6.200 not 2.600, his writing is awful"]
+    assert screen.corrected_later("The plumber quoted 2.600 zł.", later, "the plumber quoted 2.600") == "2.600"
+    assert screen.corrected_later("The plumber quoted 6.200 zł.", later, "") is None
+
+
+def test_a_joke_taken_back_a_question_and_an_indefinite_object():
+    turn = "YES. I already told Ola she's cooking, she just did a course. kidding she's not cooking, we'll order pizza"
+    assert screen.retracted_joke("Nora told Ola she's cooking.", "Nora", turn) is True
+    assert screen.retracted_joke("Nora will order pizza.", "Nora", turn) is False
+    assert screen.is_filler("Nora booked already for the trip right?", "Nora") is True
+    assert screen._open_object("So Nora may have committed to something dumb.") == "something"
+    assert screen._open_object("Nora's aunt already sorted something.") == "something"
+    assert screen._open_object("Nora bought something for Sam's birthday at the market.") is None
+    assert screen._open_object("Nora worked with the artist to make it happen and give her customers "
+                               "something different.") is None
+
+
+def test_one_sentence_filled_with_every_name():
+    texts = ["Nora will send Ola's quote on Friday.", "Nora will send Piotr's quote on Friday.",
+             "Nora will send Kasia's quote on Friday.", "Nora's budget is 30,000 zł.",
+             "Nora will send the quote on Friday."]
+    assert screen.filled_templates(texts) == {0, 1, 2}
+    assert screen.filled_templates(texts[:2] + texts[3:]) == set()  # two names: may be two facts

@@ -1300,6 +1300,9 @@ work works worked working meet meets met meeting""".split())
 _PLACE_LEADS = frozenset("in at to from near into around visit visits visited visiting towards".split())
 _GROUP_NOUNS = frozenset("""family families friends everyone everybody kids children parents relatives people team
 guests group crew gang folks lot whole rest""".split())
+# an indefinite object that ends the entry ("sorted something", "something dumb")
+_INDEFINITE = frozenset("something anything someone somebody somewhere".split())
+_INDEFINITE_MAX_WORDS = 10  # a long entry says more ("... giving her customers something different")
 # "found out" with nothing found: no "that", "about", "what", ... after it
 _FOUND_OUT = frozenset("find finds found finding".split())
 _FOUND_WHAT = frozenset("that about what how why who whom where when if whether it this they she he her his their".split())
@@ -1329,6 +1332,8 @@ def _open_object(text: str) -> Optional[str]:
             return t
         if t == "out" and k and toks[k - 1] in _FOUND_OUT and not _FOUND_WHAT.intersection(toks[k + 1:k + 7]):
             return "found out"
+        if t in _INDEFINITE and k and len(toks) - k - 1 <= 1 and len(toks) <= _INDEFINITE_MAX_WORDS:
+            return t  # "committed to something dumb", "already sorted something": what is unsaid
         if t in ("it", "them") and k > 0:
             prev = toks[k - 1]
             dummy = "ADJ" in getAllLemmas(nxt) and any(w in ("to", "when", "that") for w in toks[k + 2:k + 4])
@@ -1462,8 +1467,8 @@ def is_filler(text: str, user_name: str, others: Sequence[str] = ()) -> bool:
     claim about an unnamed "it"
     (:func:`_vague`); or it is a dialogue line copied with its speaker label ("Ife: That's
     huge!!", "[D1:7] Ife (user): ..."). Numbers and non-ASCII words always count as content."""
-    if _speaker_label_opening(text, [user_name, *others]):
-        return True
+    if _speaker_label_opening(text, [user_name, *others]) or text.rstrip().endswith(("?", "\uff1f")):
+        return True  # a copied line, or a question ("Rhea booked already for baguio right?")
     body = _strip_subject(text, user_name)
     words = _substantive(predicate_words(body, user_name))
     if not words or _ROLE_REF.search(body):
@@ -2580,7 +2585,8 @@ _VALUE_TOKEN = re.compile(r"\d+(?:[,.]\d+)+|[\w'\u2019]+")
 _CORRECTED = re.compile(
     r"(?:[,;]|\s[-\u2013\u2014])\s*(?:not|nicht)\s+(?:(?:on|am|at|in|the|der|die|das|den)\s+)?(\d+(?:[,.]\d+)+|[\w.:]+?)"
     r"(?=\s*(?:[,;.!?)\u2013\u2014]|\s-\s|$))|"
-    r"[，,]\s*不是((?:周|星期|礼拜)[一二三四五六日天]|[\d一二三四五六七八九十两]+(?:号|日|点|月|天|个|块|元|万)?)",
+    r"[，,]\s*不是((?:周|星期|礼拜)[一二三四五六日天]|[\d一二三四五六七八九十两]+(?:号|日|点|月|天|个|块|元|万)?)|"
+    r"(?<=\d)\s+not\s+(\d+(?:[,.]\d+)*)(?![\w,.]\d)",  # "15.400 not 14.500": a number for a number
     re.I)
 
 
@@ -2658,15 +2664,26 @@ def _is_amount_or_day(word: str) -> bool:
 
 
 def _restated_value(text: str, sentence: str) -> Iterator[tuple[str, list[str], bool]]:
-    """(the entry's day, the new day's words, False) when a clause of ``sentence`` (what
-    follows a correction mark) says the entry's act again, at least two of its content words,
-    with another day of the month and not the entry's ("I gave the keys back on saturday the
-    30th" against "Pablo gave the keys back on August 28th")."""
+    """(the entry's value, the new values' words, False) when a clause of ``sentence`` (what
+    follows a correction mark) denies a number of the entry beside one of its words ("wait no
+    Marcela didn't order 60, she ordered 6 dozen"), or says the entry's act again, at least
+    two of its content words, with another day of the month and not the entry's ("I gave the
+    keys back on saturday the 30th" against "Pablo gave the keys back on August 28th")."""
+    words = {w.lower() for w in _TOKEN.findall(text) if len(w) > 2 and w.lower() not in _FUNCTION_WORDS}
+    clauses = re.split(r"[,;:]|\s[-\u2013\u2014]\s", sentence)
+    values = {w.casefold() for w in _VALUE_TOKEN.findall(text) if w[:1].isdigit()}
+    for clause in clauses:
+        # "wait no Marcela didn't order 60, she ordered 6 dozen": the entry's number denied
+        toks = _VALUE_TOKEN.findall(clause)
+        low = [t.casefold() for t in toks]
+        if re.search(r"\b(?:not|didn't|didnt|wasn't|isn't|never)\b", clause, re.I) and any(
+                t in values for t in low) and words & set(low):
+            old_num = next(t for t, c in zip(toks, low) if c in values)
+            yield old_num, [w for w in _VALUE_TOKEN.findall(sentence) if w[:1].isdigit() and w != old_num], False
+            return
     entry_days = _day_numbers(text)
     if not entry_days:
         return
-    words = {w.lower() for w in _TOKEN.findall(text) if len(w) > 2 and w.lower() not in _FUNCTION_WORDS}
-    clauses = re.split(r"[,;:]|\s[-\u2013\u2014]\s", sentence)
     best = max(clauses, key=lambda c: len(words & {w.lower() for w in _TOKEN.findall(c)}))
     if len(words & {w.lower() for w in _TOKEN.findall(best)}) < 2:
         return
@@ -2686,7 +2703,7 @@ def _corrections(sentence: str, start: int) -> Iterator[tuple[str, list[str], bo
         if m.group(2):
             yield m.group(2), [], True
         else:
-            yield m.group(1).strip(".:"), _VALUE_TOKEN.findall(sentence[start:m.start()]), False
+            yield (m.group(1) or m.group(3)).strip(".:"), _VALUE_TOKEN.findall(sentence[start:m.start()]), False
     for m in _SAID_THEN.finditer(sentence, start):
         # the value said first: the first number or day in what "I said" held, else its first
         # name ("I said she lands on the 20th, ... it's actually Sunday the 21st" -> "20th")
@@ -3852,6 +3869,41 @@ def stating_correction(text: str, turn_text: str, user_name: str) -> str:
     a later turn, so an entry that keeps the value it replaces is caught."""
     found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
     return found[0] if found and _CORRECTION_OPEN.match(found[0]) else ""
+
+
+_KIDDING = re.compile(r"^\W*(?:(?:lol|haha\w*|ok|jk)\W+)*(?:just\s+)?(?:kidding|jk|joking|jking)\b", re.I)
+
+
+def retracted_joke(text: str, user_name: str, turn_text: str) -> bool:
+    """The sentence of ``turn_text`` that states ``text`` is taken back right after it
+    ("I already told Migs he's driving, he just got his license. kidding he's not driving us
+    up kennon road"): a joke, not a fact. English only. Shape: (str, str, str) -> bool."""
+    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
+    if not found:
+        return False
+    flat = turn_text.replace("\u2019", "'")
+    k = flat.find(found[0])
+    return k >= 0 and bool(_KIDDING.match(flat[k + len(found[0]):]))
+
+
+def filled_templates(texts: Sequence[str], min_names: int = 3) -> set[int]:
+    """Indices of ``texts`` in a group of at least ``min_names`` that read the same but for
+    one capitalised word past the first ("Mihaela is planning to use Cosmin's / Dorel's /
+    Radu's / Sorin's written quote after Thursday"): the model filled one sentence with every
+    name it saw, so none of them is the turn's."""
+    groups: dict[tuple, set[int]] = {}
+    for i, t in enumerate(texts):
+        toks = _TOKEN.findall(t)
+        for k in range(1, len(toks)):
+            if toks[k][:1].isupper():
+                key = (k, *toks[:k], *toks[k + 1:])
+                groups.setdefault(key, set()).add(i)
+    out: set[int] = set()
+    for key, members in groups.items():
+        words = {_TOKEN.findall(texts[i])[key[0]] for i in members}
+        if len(words) >= min_names:
+            out |= members
+    return out
 
 
 def has_correction_mark(text: str) -> bool:

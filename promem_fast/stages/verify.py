@@ -401,7 +401,7 @@ def screen_reason(state: PipelineState, text: str, turn: Turn, others: list[str]
     if half_translated(state, text, state.session.turns):
         return MIXED_SCRIPT_REASON
     if (screen.is_filler(text, name, others) or screen.reaction_to_other(text, name, previous, turn.content)
-            or screen.about_the_chat(text, name, turn.content)):
+            or screen.about_the_chat(text, name, turn.content) or screen.retracted_joke(text, name, turn.content)):
         return FILLER_REASON
     if screen.about_other_speaker(text, others):
         return OTHER_SPEAKER_REASON
@@ -739,7 +739,27 @@ async def verify_entries(ctx: SessionContext, state: PipelineState, only: Option
         # else: every atomic fact entailed -> the entry is supported as written
 
 
+TEMPLATE_REASON = "one sentence repeated with another name in each (the model filled it with every name it saw)"
+
+
+def drop_filled_templates(state: PipelineState) -> list[int]:
+    """Discard the live entries that :func:`.screen.filled_templates` groups (three or more
+    that differ by one capitalised word only); returns their indices."""
+    live = state.live_entries()
+    out = [live[r] for r in sorted(screen.filled_templates([state.entries[i].text for i in live]))]
+    for i in out:
+        state.entries[i].discarded = True
+        state.discard(state.entries[i].text, "verify", TEMPLATE_REASON)
+    return out
+
+
 async def dedup_entries(ctx: SessionContext, state: PipelineState) -> list[int]:
+    """Discard the entries of a filled template (:func:`drop_filled_templates`), then
+    near-duplicates (:func:`dedup_similar`). Returns the discarded entry indices."""
+    return drop_filled_templates(state) + await dedup_similar(ctx, state)
+
+
+async def dedup_similar(ctx: SessionContext, state: PipelineState) -> list[int]:
     """Discard near-duplicate live entries (ProMem v1's dedup, inside promem).
 
     Two live entries are one fact when their embedding cosine is >= ``pipeline.tau_dup``
