@@ -24,7 +24,7 @@ def test_every_unseen_dialogue_loads_with_its_user():
     assert ids["yuki/session_2"] == "Yuki" and ids["tariq-sofie/session_1@Sofie"] == "Sofie"
     assert ids["chen-wei/session_1"] == "陈伟" and ids["nikhil-ana/session_1@Ana"] == "Ana"
     assert ids["joao/session_1"] == "João" and ids["noor-petra/session_1@Petra"] == "Petra"
-    assert len(ids) == len(sessions) == 68
+    assert len(ids) == len(sessions) == 72
     assert all(s.turns and all(t.timestamp for t in s.turns) for s in sessions)
 
 
