@@ -1352,7 +1352,7 @@ def _open_object(text: str) -> Optional[str]:
                       or ("VERB" in getAllLemmas(prev) and "NOUN" not in getAllLemmas(prev)))
             continue
         gerund = t.endswith("ing") and nxt not in ("it", "them")  # "sees dancing as ... considers it"
-        if gerund or ("NOUN" in getAllLemmas(t) and t not in _NO_ANTECEDENT and t not in _FUNCTION_WORDS
+        if gerund or ("NOUN" in lemmas and t not in _NO_ANTECEDENT and t not in _FUNCTION_WORDS
                       and t not in _FIRST_PERSON and t not in _POSSESSIVE and t not in _OTHER_SUBJECT
                       and not _PERSON_ROLE.fullmatch(t)):
             nouns += 1
@@ -2616,12 +2616,12 @@ def corrected_later(text: str, later_user_turns: Sequence[str], premise_text: st
             if not mark or _is_question(sentence):
                 continue
             found = list(_corrections(sentence, mark.end()))
-            if (not found and mark.group("strong") and j + 1 < len(sentences) and not _is_question(sentences[j + 1])
-                    and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)):
+            # "sorry for the slow reply" apologises: it arms no correction
+            arms = mark.group("strong") and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)
+            if not found and arms and j + 1 < len(sentences) and not _is_question(sentences[j + 1]):
                 # "Oh wait, sorry, I need to correct something. It's 42,000 km, not 62,000."
                 found = list(_corrections(sentences[j + 1], 0))
-            if (not found and mark.group("strong")
-                    and not re.match(r"\W*(?:\w+\W+)?sorry\s+(?:for|about)\b", sentence, re.I)):
+            if not found and arms:
                 # "wait no sorry, I got the date wrong, I gave the keys back on saturday the 30th"
                 found = list(_restated_value(text, sentence[mark.end():]))
             for old, new, chinese in found:
@@ -2684,8 +2684,9 @@ def _restated_value(text: str, sentence: str) -> Iterator[tuple[str, list[str], 
     entry_days = _day_numbers(text)
     if not entry_days:
         return
-    best = max(clauses, key=lambda c: len(words & {w.lower() for w in _TOKEN.findall(c)}))
-    if len(words & {w.lower() for w in _TOKEN.findall(best)}) < 2:
+    shared, best = max(((len(words & {w.lower() for w in _TOKEN.findall(c)}), c) for c in clauses),
+                       key=lambda p: p[0])
+    if shared < 2:
         return
     said = _day_numbers(best)
     new, old = said - entry_days, entry_days - said
@@ -2724,9 +2725,8 @@ def _says_value(value: str, turn_text: str) -> bool:
         _day_key(value) in _day_numbers(turn_text)
 
 
-_MONTH_NAMES = _MONTH_WORDS
-_DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}\b|"
-                           rf"\b{_MONTH_NAMES}\s+(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\b|"
+_DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_WORDS}\b|"
+                           rf"\b{_MONTH_WORDS}\s+(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\b|"
                            r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b|\b(\d{1,2})(?:st|nd|rd|th)\b", re.I)
 
 
@@ -3878,12 +3878,7 @@ def retracted_joke(text: str, user_name: str, turn_text: str) -> bool:
     """The sentence of ``turn_text`` that states ``text`` is taken back right after it
     ("I already told Migs he's driving, he just got his license. kidding he's not driving us
     up kennon road"): a joke, not a fact. English only. Shape: (str, str, str) -> bool."""
-    found = _best_sentence(text, turn_text, _speaker_name_words(user_name))
-    if not found:
-        return False
-    flat = turn_text.replace("\u2019", "'")
-    k = flat.find(found[0])
-    return k >= 0 and bool(_KIDDING.match(flat[k + len(found[0]):]))
+    return bool(_KIDDING.match(split_after_statement(text, turn_text, user_name)[1]))
 
 
 def filled_templates(texts: Sequence[str], min_names: int = 3) -> set[int]:
@@ -3891,16 +3886,16 @@ def filled_templates(texts: Sequence[str], min_names: int = 3) -> set[int]:
     one capitalised word past the first ("Mihaela is planning to use Cosmin's / Dorel's /
     Radu's / Sorin's written quote after Thursday"): the model filled one sentence with every
     name it saw, so none of them is the turn's."""
+    tokens = [_TOKEN.findall(t) for t in texts]
     groups: dict[tuple, set[int]] = {}
-    for i, t in enumerate(texts):
-        toks = _TOKEN.findall(t)
+    for i, toks in enumerate(tokens):
         for k in range(1, len(toks)):
             if toks[k][:1].isupper():
                 key = (k, *toks[:k], *toks[k + 1:])
                 groups.setdefault(key, set()).add(i)
     out: set[int] = set()
     for key, members in groups.items():
-        words = {_TOKEN.findall(texts[i])[key[0]] for i in members}
+        words = {tokens[i][key[0]] for i in members}
         if len(words) >= min_names:
             out |= members
     return out
